@@ -1,0 +1,32 @@
+# Sourced by bin/test and bin/reproduce: make sure ./.venv exists and holds speco3 with its dev tools.
+# - Uses Python >= 3.11 (override with PYTHON=/path/to/python).
+# - If that Python already has torch (e.g. a GPU machine), the venv sees the system packages, so the
+#   user's torch is used and never replaced. speco3's core needs no torch at all.
+# - Re-installs only when setup.py or settings.ini changed (a stamp in .venv records their hash).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PY="${PYTHON:-}"
+if [ -z "$PY" ]; then
+  for c in python3.11 python3.12 python3.13 python3; do
+    if command -v "$c" >/dev/null 2>&1 && "$c" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then PY="$c"; break; fi
+  done
+fi
+[ -n "$PY" ] || { echo "speco3 needs Python >= 3.11; set PYTHON=/path/to/python3.11" >&2; exit 1; }
+VENV="$ROOT/.venv"
+if [ ! -x "$VENV/bin/python" ]; then
+  flags=""
+  if "$PY" -c 'import torch' >/dev/null 2>&1; then flags="--system-site-packages"; echo "[env] $PY has torch: the venv will use it" >&2; fi
+  echo "[env] creating $VENV with $PY $flags" >&2
+  "$PY" -m venv $flags "$VENV"
+fi
+stamp="$VENV/.speco3-installed"
+want="$(cat setup.py settings.ini | sha256sum | cut -c1-16)"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "[env] installing speco3 and its dev tools into .venv (first run takes a minute or two)" >&2
+  "$VENV/bin/python" -m pip install -q --upgrade pip >&2
+  "$VENV/bin/python" -m pip install -q -e ".[dev]" >&2
+  echo "$want" > "$stamp"
+fi
+export PATH="$VENV/bin:$PATH"
+export MPLBACKEND=Agg
