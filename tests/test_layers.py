@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 LIB = Path(__file__).resolve().parents[1] / "speco3"
-CORE = ["spectrum", "io", "render", "tool", "reward", "reproduce"]  # grows with simulate, bench, prompts, metrics
+CORE = ["spectrum", "io", "render", "tool", "reward"]  # design §2; grows with simulate, bench, prompts, metrics
 FRAMEWORKS = ["torch", "transformers", "trl", "verl", "peft", "accelerate"]
 # module -> speco3 modules it may import (layers above it)
 ALLOWED = {"spectrum": set(), "io": {"spectrum"}, "render": {"spectrum", "io"}, "tool": {"spectrum", "io", "render"},
