@@ -1,0 +1,230 @@
+"""Tests for speco3.render: golden pixels of each style version, the production spec-o3 renderer equal to the
+reference pixel for pixel, corner choice, tick ladder, gaps, errors and threads. The notebook
+nbs/02_render.ipynb shows the API; these are the exhaustive checks.
+
+Golden images: tests/golden/render_golden.json holds, per style version and case, the image size and the
+sha256 of its raw RGB bytes (PNGs beside it are for humans). After an intentional change of a look, bump
+the style's version in STYLES and run `python tests/golden/regen_render.py`."""
+import hashlib, json, tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+import numpy as np
+import pytest
+import matplotlib, PIL
+from PIL import features
+from speco3.render import (_FAST_BOX, CORNERS, FAST_SIZE, STYLES, least_crowded_corner, render, render_reference,
+                           tick_steps, figure_size)
+from speco3.spectrum import Spectrum, SpectrumError, lamost_wavelength
+
+GOLDEN = Path(__file__).parent / "golden"
+GOLDEN_JSON = GOLDEN / "render_golden.json"
+GOLDEN_WINDOWS = {"full": None, "halpha": (6480, 6650), "narrow": (6560, 6564.5)}
+
+
+def synthetic(seed=0, wave=None, scale=1.0):
+    "The golden spectrum: LAMOST grid, sloped continuum, Gaussian noise (seeded) and four lines."
+    rng = np.random.default_rng(seed)
+    w = lamost_wavelength() if wave is None else wave
+    f = 100 + 0.01 * (w - 6000) + rng.normal(0, 2, len(w))
+    for c, a in [(6564.6, 60), (4862.7, -30), (4341.7, -20), (5891.6, -15)]:
+        f = f + a * np.exp(-0.5 * ((w - c) / 4) ** 2)
+    return Spectrum(w, f * scale, meta={"source": "golden"})
+
+
+def rendering_stack():
+    "Versions whose change may legitimately change pixels; the golden file records them."
+    return {"matplotlib": matplotlib.__version__, "pillow": PIL.__version__, "freetype": features.version("freetype2")}
+
+
+def golden_images():
+    "{(style version, case): image} for every golden case."
+    s = synthetic()
+    return {(STYLES[style], case): render(s, win, style=style)
+            for style in STYLES for case, win in GOLDEN_WINDOWS.items()}
+
+
+def digest(im): return hashlib.sha256(im.tobytes()).hexdigest()
+
+
+def same(a, b): return a.size == b.size and a.tobytes() == b.tobytes()
+
+
+# ---------------------------------------------------------------- golden pixels
+@pytest.fixture(scope="module")
+def golden():
+    if not GOLDEN_JSON.exists(): pytest.fail(f"{GOLDEN_JSON} is missing: run `python tests/golden/regen_render.py`")
+    g = json.loads(GOLDEN_JSON.read_text())
+    if g["stack"] != rendering_stack():
+        pytest.skip(f"golden images were made with {g['stack']}, this is {rendering_stack()}: text rasterisation may "
+                    "differ; check the images by eye and run `python tests/golden/regen_render.py`")
+    return g
+
+
+@pytest.mark.parametrize("style", list(STYLES))
+@pytest.mark.parametrize("case", list(GOLDEN_WINDOWS))
+def test_golden(golden, style, case):
+    version = STYLES[style]
+    assert version in golden["images"], (f"no golden images for {version}: after a deliberate change of the look, "
+                                         "run `python tests/golden/regen_render.py`")
+    want = golden["images"][version][case]
+    im = render(synthetic(), GOLDEN_WINDOWS[case], style=style)
+    if list(im.size) != want["size"] or digest(im) != want["sha256"]:
+        out = Path(tempfile.mkdtemp(prefix="speco3-golden-")) / f"{version.replace('/', '-')}_{case}.png"
+        im.save(out)
+        pytest.fail(f"{version} {case}: pixels changed (new image: {out}; golden PNG in {GOLDEN}). If the change is "
+                    f"intended, bump the version in STYLES and run `python tests/golden/regen_render.py`.")
+
+
+def test_golden_covers_every_style():
+    g = json.loads(GOLDEN_JSON.read_text())
+    assert set(g["images"]) == set(STYLES.values())
+    assert all(set(v) == set(GOLDEN_WINDOWS) for v in g["images"].values())
+
+
+# ---------------------------------------------------------------- spec-o3 production == reference
+RNG_WINDOWS = [(lo, lo + w) for lo, w in zip(np.random.default_rng(7).uniform(3800, 8000, 6), [3, 12, 40, 150, 700, 2500])]
+
+
+@pytest.mark.parametrize("window", [None, (6480, 6650), (4800, 4920), (4400, 4720), (8150, 8230), (6561, 6565),
+                                    (3690, 9200), *RNG_WINDOWS], ids=str)
+def test_production_equals_reference(window):
+    s = synthetic(3)
+    assert same(render(s, window), render_reference(s, window))
+
+
+@pytest.mark.parametrize("scale", [1e-17, 3e-3, 1e5])
+def test_production_equals_reference_any_flux_scale(scale):
+    s = synthetic(4, scale=scale)   # offset/exponent texts on the y axis, wide tick labels
+    for window in [None, (6480, 6650)]:
+        assert same(render(s, window), render_reference(s, window))
+
+
+def test_more_than_10000_points_grows_the_figure():
+    dense = synthetic(5, wave=np.linspace(3700, 9100, 12_000))
+    big, ref = render(dense), render_reference(dense)
+    assert same(big, ref)
+    small = render(synthetic(5))
+    assert big.size[0] > 1.03 * small.size[0] and big.size[1] > 1.03 * small.size[1]
+    zoom = render(dense, (6000, 6100))    # 222 points: no growth for the zoom
+    assert zoom.size[0] < 7 * 80
+
+
+def test_rcparams_do_not_leak():
+    s = synthetic()
+    with matplotlib.rc_context({"lines.linewidth": 4, "axes.facecolor": "black", "font.size": 22, "axes.grid": False,
+                                "figure.subplot.left": 0.3}):
+        a, b = render(s, (4800, 4920)), render_reference(s, (4800, 4920))
+        assert matplotlib.rcParams["lines.linewidth"] == 4
+    assert same(a, b) and same(a, render(s, (4800, 4920)))
+
+
+def test_threads():
+    s = synthetic()
+    wins = [None, (6480, 6650), (4800, 4920), (8150, 8230)] * 3
+    with ThreadPoolExecutor(4) as ex:
+        got = list(ex.map(lambda w: (render(s, w), render(s, w, style="fast")), wins))
+    for (a, f), w in zip(got, wins):
+        assert same(a, render(s, w)) and same(f, render(s, w, style="fast"))
+
+
+# ---------------------------------------------------------------- look decisions
+def test_tick_ladder():
+    want = {6000: (1000, 200), 5000: (1000, 200), 4999: (500, 100), 2000: (500, 100), 1999: (200, 50),
+            1000: (200, 50), 700: (100, 20), 300: (50, 10), 170: (20, 5), 80: (10, 2), 30: (5, 1), 10: (2, 0.5),
+            5: (2, 0.5), 4.9: (1, 0.2), 0.5: (1, 0.2)}
+    for width, steps in want.items(): assert tick_steps(width) == steps, width
+    majors = [tick_steps(w)[0] for w in np.geomspace(1, 10_000, 200)]
+    assert majors == sorted(majors)                                  # never coarser for a narrower window
+    assert all(2 <= w / tick_steps(w)[0] <= 10 for w in np.geomspace(5, 10_000, 200))   # 2..10 labelled ticks
+
+
+def test_figure_sizes():
+    assert figure_size(5400, 3909, full=True) == (10, 6)
+    assert [figure_size(w, 100) for w in (49, 50, 199, 200, 999, 1000)] == [(6, 4), (7, 4.5), (7, 4.5), (8, 5), (8, 5), (9, 5.5)]
+    s = synthetic()
+    # image sizes follow the figure sizes (80 dpi, tight box a little smaller than the figure)
+    for window, (w, h) in [(None, (10, 6)), ((6540, 6580), (6, 4)), ((6480, 6650), (7, 4.5)), ((6200, 6900), (8, 5)),
+                           ((4000, 8000), (9, 5.5))]:
+        W, H = render(s, window).size
+        assert 0.9 * w * 80 <= W <= w * 80 + 2 and 0.9 * h * 80 <= H <= h * 80 + 2, (window, W, H)
+
+
+def _box_quadrant(im):
+    "Quadrant (upper/lower, left/right) holding the fast style's grey info-box outline."
+    a = np.asarray(im).astype(int)
+    ys, xs = np.nonzero((np.abs(a - 128).sum(-1) == 0))
+    return ("upper" if ys.mean() < im.height / 2 else "lower") + " " + ("left" if xs.mean() < im.width / 2 else "right")
+
+
+@pytest.mark.parametrize("slope,corner", [(1, "upper left"), (-1, "upper right")])
+def test_corner_choice(slope, corner):
+    w = lamost_wavelength()
+    f = 100 + slope * 0.05 * (w - 6000)
+    s = Spectrum(w, f)
+    x, y = w, f
+    assert least_crowded_corner(x, y, (w[0], w[-1]), (y.min() - 5, y.max() + 5)) == corner
+    assert _box_quadrant(render(s, style="fast")) == corner
+
+
+def test_corner_sparse_window_counts_the_line():
+    # two points at the bottom-left and top-right: the line between them crosses nothing else
+    x, y = np.array([0.0, 10.0]), np.array([0.0, 10.0])
+    assert least_crowded_corner(x, y, (0, 10), (-1, 11)) in ("upper left", "lower right")
+    # a flat line along the top: the lower corners are free, right first
+    assert least_crowded_corner(np.linspace(0, 10, 50), np.full(50, 10.0), (0, 10), (0, 10.5)) == "lower right"
+    assert CORNERS[0] == "upper right"   # the tie-breaker order
+
+
+# ---------------------------------------------------------------- gaps and errors
+def test_nonfinite_flux_is_a_gap():
+    s = synthetic()
+    gap = (s.wavelength > 6540) & (s.wavelength < 6590)
+    for bad in (np.nan, np.inf, -np.inf):
+        g = s.replace(flux=np.where(gap, bad, s.flux))
+        a = render(g, (6480, 6650))
+        assert same(a, render_reference(g, (6480, 6650))) and not same(a, render(s, (6480, 6650)))
+        # fast style: no line pixel strictly inside the gap
+        fim = np.asarray(render(g, (6480, 6650), style="fast")).astype(int)
+        L, _, R, _ = _FAST_BOX
+        x0, x1 = L + (6545 - 6480) / 170 * (R - L), L + (6585 - 6480) / 170 * (R - L)
+        line = (np.abs(fim - [31, 78, 156]).sum(-1) < 30)
+        assert line[:, int(x0):int(x1)].sum() == 0 and line.sum() > 100
+
+
+def test_masked_but_finite_pixels_are_drawn():
+    s = synthetic()
+    m = s.replace(mask=(s.wavelength > 6540) & (s.wavelength < 6590))
+    assert same(render(m, (6480, 6650)), render(s, (6480, 6650)))
+
+
+@pytest.mark.parametrize("window,match", [((6650, 6480), "lo < hi"), ((6500, 6500), "lo < hi"),
+                                          ((9500, 9900), "0 finite"), ((6562, 6563), "need at least 2"),
+                                          (("a", 1), "two numbers"), ((1, 2, 3), "two numbers"), (5, "two numbers"),
+                                          ((np.nan, 6000), "finite"), ((-np.inf, 6000), "finite")])
+@pytest.mark.parametrize("style", list(STYLES))
+def test_bad_windows(window, match, style):
+    with pytest.raises(SpectrumError, match=match): render(synthetic(), window, style=style)
+
+
+def test_unknown_style():
+    with pytest.raises(SpectrumError, match="unknown style"): render(synthetic(), style="paper")
+
+
+def test_fast_style():
+    s = synthetic()
+    im = render(s, style="fast")
+    assert im.size == FAST_SIZE and im.mode == "RGB"
+    assert same(im, render(s, style="fast"))
+    assert not same(render(s, (6480, 6650), style="fast"), render(s, (6480, 6660), style="fast"))
+    assert not same(render(s, style="fast", title="X"), im)
+
+
+def test_titles_are_plain_one_line_text():
+    s = synthetic()
+    t = r"$H\alpha$ costs $5"                  # would be mathtext (or a parse error) if passed through
+    assert same(render(s, (4800, 4920), title=t), render_reference(s, (4800, 4920), title=t))
+    assert not same(render(s, (4800, 4920), title=t), render(s, (4800, 4920), title="H alpha"))
+    for style in STYLES:
+        long = "Balmer series and the region around the Ca II H and K lines " * 3
+        assert render(s, (6540, 6580), style=style, title=long).size == render(s, (6540, 6580), style=style).size
+        assert same(render(s, style=style, title="a\nb"), render(s, style=style, title="a b"))
