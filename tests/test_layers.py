@@ -5,11 +5,14 @@ from pathlib import Path
 import pytest
 
 LIB = Path(__file__).resolve().parents[1] / "speco3"
-CORE = ["spectrum", "io", "render", "tool", "reward", "metrics"]  # design §2; grows with simulate, bench, prompts, metrics
+CORE = ["spectrum", "io", "render", "tool", "prompts", "reward", "metrics"]  # design §2; grows with simulate, bench, prompts, metrics
 FRAMEWORKS = ["torch", "transformers", "trl", "verl", "peft", "accelerate"]
 # module -> speco3 modules it may import (layers above it)
 ALLOWED = {"spectrum": set(), "io": {"spectrum"}, "render": {"spectrum", "io"}, "tool": {"spectrum", "io", "render"},
-           "reward": set(), "metrics": set()}
+           "reward": set(), "metrics": set(),
+           "prompts": {"tool"},  # the tool schema is defined once, in speco3.tool
+           "policy": {"spectrum"},
+           "agent": {"spectrum", "io", "tool", "prompts", "reward", "policy"}}
 
 def speco3_imports(mod):
     tree = ast.parse((LIB / f"{mod}.py").read_text())
