@@ -11,7 +11,7 @@ FRAMEWORKS = ["torch", "transformers", "trl", "verl", "peft", "accelerate"]
 ALLOWED = {"spectrum": set(), "io": {"spectrum"}, "simulate": {"spectrum", "io"}, "classify": {"spectrum"}, "render": {"spectrum", "io"}, "tool": {"spectrum", "io", "render"},
            "reward": set(), "metrics": set(),
            "prompts": {"tool"},  # the tool schema is defined once, in speco3.tool
-           "policy": {"spectrum"}, "view": set(),
+           "policy": {"spectrum"}, "view": set(), "remote": {"prompts", "tool", "policy"},
            "agent": {"spectrum", "io", "tool", "prompts", "reward", "policy"}}
 
 def speco3_imports(mod):
