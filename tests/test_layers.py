@@ -12,6 +12,7 @@ ALLOWED = {"spectrum": set(), "io": {"spectrum"}, "simulate": {"spectrum", "io"}
            "reward": set(), "metrics": set(),
            "prompts": {"tool"},  # the tool schema is defined once, in speco3.tool
            "policy": {"spectrum"}, "view": set(), "remote": {"prompts", "tool", "policy"},
+           "hf": {"policy", "prompts"}, "tiny": {"spectrum", "tool", "prompts", "agent", "policy", "hf"},
            "agent": {"spectrum", "io", "tool", "prompts", "reward", "policy"}}
 
 def speco3_imports(mod):
