@@ -484,8 +484,8 @@ _CA_I, _MG_II, _SR_II, _G_BAND = _vac(4226.73, 4481.2, 4077.71, 4300.0)
 _MG_B, _SI_II, _BA_II = _vac(5167.32, 5172.68, 5183.60), _vac(4128.07, 4130.89), _vac(4554.03, 6496.90)
 _FE_I = _vac(4045.81, 4383.55, 5269.54, 5328.04)
 _O_II, _O_III, _N_II, _S_II, _O_I = _vac(3726.03, 3728.82), _vac(4958.91, 5006.84), _vac(6548.05, 6583.45), _vac(6716.44, 6730.82), _vac(6300.30)[0]
-_TIO = tuple(zip(_vac(4761, 4954, 5167, 5448, 5847, 6159, 6651, 7054, 7589, 8432, 8859),
-                (0.6, 0.8, 0.9, 0.8, 0.55, 0.8, 0.5, 1.0, 0.8, 0.45, 0.4)))   # red-degraded
+_TIO = tuple(zip(_vac(4761, 4954, 5167, 5448, 5847, 6159, 6651, 7054, 7589, 8432, 8859, 6681, 6714, 7088, 7126, 7666, 7672),
+                (0.6, 0.8, 0.9, 0.8, 0.55, 0.8, 0.8, 1.0, 0.8, 0.45, 0.4, 0.8, 0.8, 0.8, 0.8, 0.8, 0.8)))  # red-degraded; the γ bands are triple-headed
 _C2 = tuple(zip(_vac(4382, 4737, 5165, 5636, 6122, 6191), (0.35, 0.75, 1.0, 0.8, 0.35, 0.45)))  # Swan, violet-degraded
 _CN_RED = tuple(zip(_vac(6930, 7065, 7880, 8000, 8100, 8300), (0.5, 0.7, 1.0, 0.8, 0.8, 0.6)))  # red-degraded
 _CN_BLUE = _vac(3883, 4216) # violet-degraded
@@ -534,6 +534,10 @@ def _cool_metals(m, t, s):
     for lam in _NA_D: m.absorb(t, lam, 0.45 * s, 1.2, 0.5)
     m.absorb(t, _HA, 0.15, 1.5)
 
+def _tio_depth(sub):
+    "TiO depth of an M0–M6 (sub = 0–6) photosphere; calibrated so that TiO5 follows Reid, Hawley & Gizis (1995), SpT = 8.2 − 10.775·TiO5, for dwarfs."
+    return 0.14 + 0.085 * np.asarray(sub, float)
+
 def _tio(m, t, depth, length_scale=1.0):
     for head, rel in _TIO: m.band(t, head, depth * rel, 0.035 * head * np.asarray(length_scale), saw=0.15, period=4.0)
 
@@ -544,9 +548,9 @@ def _m_photosphere(m, d, giant, prefix="", rows=None, metal_poor=False):
     rng, n = d.rng, d.n
     sub = d.integers(prefix + "subtype", 0, 6)
     teff = d.fixed(prefix + "teff", (3900 - 150 * sub if giant else 3850 - 170 * sub) + rng.uniform(-50, 50, n))
-    tio = d.fixed(prefix + "tio_depth", np.clip((0.19 + 0.118 * sub + rng.normal(0, 0.03, n)) * (rng.uniform(0.3, 0.6, n) if metal_poor else 1), 0.05, 0.95))
-    cah = d.fixed(prefix + "cah_depth", rng.uniform(0, 0.08, n) if giant else np.clip(0.3 + 0.08 * sub + rng.uniform(-0.08, 0.08, n), 0.2, 0.85))
-    na = d.fixed(prefix + "na_i_ew", rng.uniform(0.5, 1.5, n) if giant else rng.uniform(2, 6, n))
+    tio = d.fixed(prefix + "tio_depth", np.clip((_tio_depth(sub) + rng.normal(0, 0.03, n)) * (rng.uniform(0.3, 0.6, n) if metal_poor else 1), 0.05, 0.95))
+    cah = d.fixed(prefix + "cah_depth", rng.uniform(0, 0.08, n) if giant else np.clip(0.3 + 0.1 * sub + rng.uniform(-0.08, 0.08, n), 0.2, 0.85))
+    na = d.fixed(prefix + "na_i_ew", rng.uniform(0.5, 1.5, n) if giant else np.clip(1.0 + 0.65 * sub + rng.uniform(-0.5, 0.5, n), 0.5, None))  # dwarfs: grows with subtype
     irt = d.fixed(prefix + "ca_irt_ew", rng.uniform(3, 5, n) if giant else rng.uniform(1, 2.5, n))
     r = np.arange(n) if rows is None else rows
     ms, sub_, tio, cah, na, irt = m.subset(r), sub[r], tio[r], cah[r], na[r], irt[r]
@@ -559,6 +563,7 @@ def _m_photosphere(m, d, giant, prefix="", rows=None, metal_poor=False):
     for head in _VO: ms.band(t, head, np.clip(0.12 * (sub_ - 4), 0, None), 150., saw=0.1)
     _cool_metals(ms, t, 0.6)
     if giant: ms.absorb(t, _CA_I, np.where(sub_ >= 5, 0.3, 0.0), 1.5)  # Ca I 4227 strengthens in giants after M5
+    t *= 1 - 0.4 * _sigmoid((4700 - ms.wr) / 120)  # blanketing by unlisted TiO/CaOH/metal bands below ~4700 Å (real M stars are 0.2 dex redder in 4250/6750 than the bands alone make them)
     return m.bb_fn(teff), t, sub
 
 # %% ../nbs/04_simulate.ipynb #683742d8
@@ -569,15 +574,17 @@ def _wd_base(m, d, tlo, thi):
 
 def _da_lines(m, d, t, teff, logg, prefix=""):
     depth = d.fixed(prefix + "balmer_depth", d.rng.uniform(0.45, 0.8, d.n) * np.exp(-0.5 * (np.log10(teff / 12000) / 0.45) ** 2))
-    gamma = d.fixed(prefix + "balmer_gamma", 10 + 30 * (logg - 7.5) + d.rng.normal(0, 2, d.n))
-    _balmer_abs(m, t, depth, 3.0, gamma)
+    gamma = d.fixed(prefix + "balmer_gamma", 1.3 * (10 + 30 * (logg - 7.5)) + d.rng.normal(0, 2.6, d.n))
+    _balmer_abs(m, t, depth, 3.0, gamma, gexp=0.0)  # one Lorentz width (Å) for the whole series: real DAs have Hβ at least as wide as Hγ
+
+_DA_COLOUR = 1.4  # the optical continuum of a DA is that of a blackbody at ≈ 1.4 T_eff (with its lines, CALSPEC DAs have the 4250/6750 colour of a Planck curve at T_eff)
 
 def _r_wd_da(m, d):
     teff, logg = _wd_base(m, d, 7000, 60000)
     t = m.ones()
     _da_lines(m, d, t, teff, logg)
     _balmer_jump(m, t, np.full(d.n, 0.3))
-    return m.bb(teff) * t
+    return m.bb(teff * _DA_COLOUR) * t
 
 def _r_wd_db(m, d):
     teff, logg = _wd_base(m, d, 11000, 30000)
@@ -693,7 +700,7 @@ def _r_wd_dm(m, d):
     mcont, mt, sub = _m_photosphere(m, d, giant=False, prefix="dm_")
     f_m = d.uniform("f_dm", 0.3, 0.9)  # M dwarf share of the 8000 Å flux
     em, ew = d.bernoulli("halpha_emission", 0.6), d.loguniform("ew_ha", 1, 8)
-    wd = m.bb_fn(teff)
+    wd = m.bb_fn(teff * _DA_COLOUR)
     k = f_m / (1 - f_m) * m.at(wd, 8000) / m.at(mcont, 8000)
     cont = lambda w: wd(w) + k[:, None] * mcont(w)
     f = wd(m.wr) * t + k[:, None] * mcont(m.wr) * mt
@@ -777,7 +784,7 @@ def _s_star(m, d, zro, tio_factor, c2, lao_p):
     em, ew = d.bernoulli("balmer_emission", 0.2), d.loguniform("ew_hd", 2, 15)
     sub_equiv = np.clip((3900 - teff) / 150, 0, 6)
     t = m.ones()
-    _tio(m, t, np.clip(0.19 + 0.118 * sub_equiv, 0.05, 0.95) * tf)
+    _tio(m, t, np.clip(_tio_depth(sub_equiv), 0.05, 0.95) * tf)
     for head, rel in _ZRO: m.band(t, head, zd * rel, z_len, saw=0.15, period=4.0)
     for head in _LAO: m.band(t, head, lao, 80., saw=0.1)
     for head, rel in _C2: m.band(t, head, c2d * rel, 150., violet=True, saw=0.15, period=6.0)
@@ -820,14 +827,16 @@ _add("ba_star", "Ba star", "Ba", lambda m, d: _k_giant(m, d, (4300, 5200), (0.15
      None, {"carbon": 0.1}, ebv=0.1, ebv_max=0.6, doc="Ba II 4554/6497 and G band strong, no Swan bands")
 
 # %% ../nbs/04_simulate.ipynb #294d3110
-def _hot(m, d, teff, balmer_depth, balmer_gamma, vsini, he_i, he_ii, ca_k, jump, metals=0.0):
-    n, rng = d.n, d.rng
+def _hot(m, d, teff, balmer_depth, balmer_gamma, vsini, he_i, he_ii, ca_k, jump, metals=0.0, scale=None):
+    "A hot photosphere's lines; `scale` maps a parameter name to a function of T_eff that multiplies its uniform draw."
+    n, rng, scale = d.n, d.rng, scale or {}
     teff = d.loguniform("teff", *teff)
-    bd, bg, v = d.uniform("balmer_depth", *balmer_depth), d.uniform("balmer_gamma", *balmer_gamma), d.uniform("vsini", *vsini)
-    hi, hii, ck = d.uniform("he_i_ew", *he_i), d.uniform("he_ii_ew", *he_ii), d.uniform("ca_k_ew", *ca_k)
+    draw = lambda name, lo, hi: d.fixed(name, rng.uniform(lo, hi, n) * scale[name](teff)) if name in scale else d.uniform(name, lo, hi)
+    bd, bg, v = d.uniform("balmer_depth", *balmer_depth), draw("balmer_gamma", *balmer_gamma), d.uniform("vsini", *vsini)
+    hi, hii, ck = draw("he_i_ew", *he_i), draw("he_ii_ew", *he_ii), d.uniform("ca_k_ew", *ca_k)
     t = m.ones()
     sig = lambda lam: np.sqrt(_vsig(lam, v) ** 2 + 0.5**2)
-    for k in _BALMER_REL: m.absorb(t, _balmer(k), bd * _BALMER_REL[k], sig(_balmer(k)), bg * (k / 4) ** 0.5 * (0.7 if k == 3 else 1))
+    for k in _BALMER_REL: m.absorb(t, _balmer(k), bd * _BALMER_REL[k], sig(_balmer(k)), bg * (0.7 if k == 3 else 1))  # one Lorentz width for Hβ and up: real O/B/A stars have Hδ weaker than Hβ
     for k in (4026, 4144, 4388, 4471, 4922, 5876, 6678): _absorb_ew(m, t, _HE_I[k], hi * (1.0 if k in (4026, 4471) else 0.6), sig(_HE_I[k]))
     for k in (4200, 4542, 4686, 5412): _absorb_ew(m, t, _HE_II[k], hii * (1.0 if k != 4200 else 0.7), sig(_HE_II[k]))
     _absorb_ew(m, t, _CA_K, ck, sig(_CA_K)); _absorb_ew(m, t, _CA_H, ck * 0.8, sig(_CA_H))
@@ -835,14 +844,28 @@ def _hot(m, d, teff, balmer_depth, balmer_gamma, vsini, he_i, he_ii, ca_k, jump,
     _balmer_jump(m, t, np.full(n, jump))
     return teff, t
 
+# T_eff dependence of hot-star lines, calibrated on the real O, B and A stars of the shared set (realism study)
+def _o_gamma(teff): return (32000 / teff) ** 2  # Balmer lines strengthen from O5 to O9.5 (Hβ EW ≈ 3 → 4.5 Å)
+def _o_he_ii(teff): return np.clip((teff - 26000) / 11000, 0.3, 1.0)  # He II 4686 ≈ 0.6 Å at O5–O7, ≈ 0.35 Å at O9.5
+def _o_he_i(teff): return np.clip((42000 - teff) / 9000, 0.05, 1.0)  # He I 4471 ≈ 0.8 Å at O9.5, ≈ 0.1 Å at O5
+def _b_gamma(teff): return (20000 / teff) ** 2  # ... and from B0 to B9 (Hβ EW ≈ 4 → 14 Å)
+def _b_he_i(teff): return np.exp(-0.5 * (np.log10(teff / 20000) / 0.18) ** 2)  # He I peaks near B2, fades by B9
+def _a_gamma(teff): return np.clip(0.65 + 0.35 * (teff - 7500) / 1000, 0.65, 1.0)  # Balmer maximum at A0–A3, weaker by A9
+def _a_colour(teff): return np.clip(1.30 + 0.22 * (teff - 7900) / 1000, 1.0, 1.8)
+# ↑ the optical continuum of an A star is bluer than a Planck curve at T_eff: unreddened CALSPEC A0–A1 V standards
+#   (Vega, Sirius, η¹ Dor, ...) have the 4000–7750 Å colours of a blackbody at 1.55–1.8 T_eff, A4–A6 V at 1.3–1.4 T_eff
+
 def _r_o(m, d):
-    teff, t = _hot(m, d, (30000, 50000), (0.1, 0.25), (1, 3), (100, 300), (0, 0), (0.3, 1.0), (0, 0), 0.05)
-    he_i = d.fixed("he_i_ew_4471", d.values["he_ii_ew"] * np.clip((45000 - teff) / 13000, 0.05, 1.2))  # O5: He I ≪ He II 4541; O9: He I ≈ He II
-    _absorb_ew(m, t, _HE_I[4471], he_i, _vsig(_HE_I[4471], d.values["vsini"]))
+    teff, t = _hot(m, d, (30000, 50000), (0.15, 0.3), (3, 8), (100, 300), (0, 0), (0.4, 0.9), (0, 0), 0.05,
+                   scale=dict(balmer_gamma=_o_gamma, he_ii_ew=_o_he_ii))
+    he_i = d.fixed("he_i_ew_4471", d.rng.uniform(0.5, 1.0, d.n) * _o_he_i(teff))  # O5: He I ≪ He II; O9.5: He I 4471 ≈ 2 × He II 4686
+    for k, rel in ((4026, 1.0), (4388, 0.6), (4471, 1.0), (4922, 0.6), (5876, 1.0), (6678, 0.6)):  # the whole He I series, not 4471 alone
+        _absorb_ew(m, t, _HE_I[k], he_i * rel, _vsig(_HE_I[k], d.values["vsini"]))
     return m.bb(teff) * t
 
 def _r_b(m, d, emission=False):
-    teff, t = _hot(m, d, (10000, 30000), (0.3, 0.6), (1.5, 5), (50, 300), (0.5, 1.5), (0, 0), (0.0, 0.3), 0.3, metals=0.3)
+    teff, t = _hot(m, d, (10000, 30000), (0.3, 0.6), (1.5, 5), (50, 300), (0.5, 1.2), (0, 0), (0.0, 0.3), 0.3, metals=0.3,
+                   scale=dict(balmer_gamma=_b_gamma, he_i_ew=_b_he_i))
     f = m.bb(teff) * t
     if emission:  # Be: disc emission, double-peaked, out of the photospheric absorption
         ew, sep, fwhm, r = d.loguniform("ew_ha", 5, 50), d.uniform("peak_sep", 150, 500), d.uniform("fwhm", 150, 400), d.uniform("ratio_hb", 0.1, 0.3)
@@ -850,12 +873,12 @@ def _r_b(m, d, emission=False):
         for lam, rr in ((_HA, 1.0), (_HB, r), (_HG, r * 0.5)): _emit_ew(m, f, cont, lam, ew * rr, fwhm, sep)
     return f
 
-def _r_a(m, d, gamma=(2, 8), ca_scale=1.0, teff=(7500, 10000)):
-    teff_, t = _hot(m, d, teff, (0.45, 0.7), gamma, (50, 250), (0, 0), (0, 0), (0, 0), 0.45)
+def _r_a(m, d, gamma=(4, 13), ca_scale=1.0, teff=(7500, 10000)):
+    teff_, t = _hot(m, d, teff, (0.45, 0.7), gamma, (50, 250), (0, 0), (0, 0), (0, 0), 0.45, scale=dict(balmer_gamma=_a_gamma))
     ck = d.fixed("ca_k_ew_a", ca_scale * 0.2 * np.exp(np.log(40) * np.clip(10000 - teff_, 0, 2700) / 2700))  # 0.2 Å at A0 → 8 Å at F0
     _absorb_ew(m, t, _CA_K, ck, 1.5); _absorb_ew(m, t, _CA_H, ck * 0.8, 1.5)
     _cool_metals(m, t, ca_scale * 0.15 * np.clip((10000 - teff_) / 2500, 0, 1))
-    return m.bb(teff_) * t
+    return m.bb(teff_ * _a_colour(teff_)) * t
 
 def _r_f(m, d):
     teff = d.uniform("teff", 6000, 7300)

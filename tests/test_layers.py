@@ -5,10 +5,10 @@ from pathlib import Path
 import pytest
 
 LIB = Path(__file__).resolve().parents[1] / "speco3"
-CORE = ["spectrum", "io", "simulate", "classify", "render", "tool", "prompts", "reward", "metrics"]  # design §2; grows with simulate, bench, prompts, metrics
+CORE = ["spectrum", "io", "simulate", "classify", "indices", "render", "tool", "prompts", "reward", "metrics"]  # design §2; grows with simulate, bench, prompts, metrics
 FRAMEWORKS = ["torch", "transformers", "trl", "verl", "peft", "accelerate"]
 # module -> speco3 modules it may import (layers above it)
-ALLOWED = {"spectrum": set(), "io": {"spectrum"}, "simulate": {"spectrum", "io"}, "classify": {"spectrum"}, "render": {"spectrum", "io"}, "tool": {"spectrum", "io", "render"},
+ALLOWED = {"spectrum": set(), "io": {"spectrum"}, "simulate": {"spectrum", "io"}, "classify": {"spectrum"}, "indices": {"spectrum"}, "render": {"spectrum", "io"}, "tool": {"spectrum", "io", "render"},
            "reward": set(), "metrics": set(),
            "prompts": {"tool"},  # the tool schema is defined once, in speco3.tool
            "policy": {"spectrum"}, "view": set(), "remote": {"prompts", "tool", "policy"},
