@@ -13,6 +13,8 @@ ALLOWED = {"spectrum": set(), "io": {"spectrum"}, "simulate": {"spectrum", "io"}
            "prompts": {"tool"},  # the tool schema is defined once, in speco3.tool
            "policy": {"spectrum"}, "view": set(), "remote": {"prompts", "tool", "policy"},
            "hf": {"policy", "prompts"}, "tiny": {"spectrum", "tool", "prompts", "agent", "policy", "hf"},
+           "expert": {"spectrum", "indices", "policy", "prompts", "tool"},
+           "coldstart": {"spectrum", "agent", "policy", "prompts", "reward", "tool", "simulate", "expert", "view", "bench", "io", "remote"},
            "agent": {"spectrum", "io", "tool", "prompts", "reward", "policy"}}
 
 def speco3_imports(mod):
