@@ -1,0 +1,110 @@
+"""A few SFT steps of a Qwen2.5-VL-3B-shaped model on one GPU at the paper's settings: step time and peak memory.
+
+    python bench/gpu_sft.py [--steps 6] [--batch 4] [--lora]   # on a CUDA machine, ~2-4 min
+    .venv/bin/python bench/gpu_sft.py --tiny [--steps 3]       # the same code path on CPU, to check the script
+
+Builds Qwen2.5-VL-3B's architecture from a config (bench/gpu_vet.py's QWEN25_VL_3B: 36 text layers of width 2048, a
+32-block vision tower, tied embeddings; about 3.75 B parameters) with random bf16 weights straight on the GPU —
+nothing is downloaded — and trains it through speco3.sft.sft_trainer with the `paper` profile: full fine-tuning (or
+LoRA with --lora), vision tower and merger frozen, assistant-only loss, AdamW at 2e-5 with a cosine schedule, bf16,
+activation checkpointing, max length 32768, `batch` conversations per step. The data are demo conversations
+(speco3.sft.demo_conversations: full expert guidelines, 1-3 zooms each) drawn in the `spec-o3` style at Qwen2.5-VL's
+own image limits (a full plot costs 476 image tokens, a zoom 260-375); the tokenizer is the tiny one (its ids index
+the 151 936-row embedding). The first step is a warm-up and is not timed. Prints tokens per step, the median step
+time (forward, backward, optimizer) and the median wall time per step (collation and image processing included),
+tokens/s, peak GPU memory, and what the step time implies for the paper's 5 epochs over 1000 conversations on one GPU.
+
+Without a GPU it stops at once with a message; `--tiny` swaps in the tiny config on CPU (fp32) to check the script.
+"""
+import argparse, platform, statistics, sys, tempfile, time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import torch
+
+
+def build(tiny, device, dtype):
+    "(model, processor): the 3B-shaped (or tiny) random model and a processor with Qwen2.5-VL's image limits."
+    from transformers import AutoModelForImageTextToText, Qwen2VLImageProcessorPil, Qwen2_5_VLConfig
+    from speco3.hf import QwenVLProcessor
+    from speco3.prompts import install_template
+    from speco3.tiny import tiny_config, tiny_tokenizer
+    from gpu_vet import QWEN25_VL_3B
+    tok = tiny_tokenizer()
+    processor = install_template(QwenVLProcessor(Qwen2VLImageProcessorPil(), tok))
+    if tiny:
+        config = tiny_config(tok)
+    else:
+        ids = {k: tok.convert_tokens_to_ids(t) for k, t in [("image_token_id", "<|image_pad|>"), ("video_token_id", "<|video_pad|>"),
+               ("vision_start_token_id", "<|vision_start|>"), ("vision_end_token_id", "<|vision_end|>")]}
+        text = dict(QWEN25_VL_3B["text"], bos_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+        config = Qwen2_5_VLConfig(text_config=text, vision_config=QWEN25_VL_3B["vision"], tie_word_embeddings=True, **ids)
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = AutoModelForImageTextToText.from_config(config, dtype=dtype)
+    return model, processor
+
+
+def clock(device):
+    "A TrainerCallback timing each optimiser step (begin to end) and the wall time between step ends."
+    from transformers import TrainerCallback
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+
+    class Clock(TrainerCallback):
+        def __init__(self): self.step_s, self.wall_s = [], []
+        def on_train_begin(self, args, state, control, **kw): sync(); self.last = time.perf_counter()
+        def on_step_begin(self, args, state, control, **kw): sync(); self.t0 = time.perf_counter()
+        def on_step_end(self, args, state, control, **kw):
+            sync(); t = time.perf_counter()
+            self.step_s.append(t - self.t0); self.wall_s.append(t - self.last); self.last = t
+    return Clock()
+
+
+def main(steps, batch, lora, tiny):
+    if not tiny and not torch.cuda.is_available():
+        sys.exit(f"bench/gpu_sft.py needs a CUDA GPU: torch.cuda.is_available() is False (torch {torch.__version__}). "
+                 "Run it with --tiny to check the script on CPU.")
+    import transformers, trl
+    from speco3.sft import demo_conversations, sft_trainer
+    device, dtype = ("cpu", torch.float32) if tiny else ("cuda", torch.bfloat16)
+    if tiny: torch.set_num_threads(1)  # tiny matrices: one CPU thread is as fast, and far faster on shared cores
+    gpu = torch.cuda.get_device_name() if device == "cuda" else "none (--tiny on CPU)"
+    print(f"python {platform.python_version()}, torch {torch.__version__}, transformers {transformers.__version__}, "
+          f"trl {trl.__version__}; GPU: {gpu}; {steps} steps of {batch} conversations, {'LoRA' if lora else 'full fine-tuning'}")
+    t0 = time.perf_counter()
+    chats = demo_conversations(steps * batch, seed=0, style="spec-o3")
+    print(f"{len(chats)} demo conversations drawn in {time.perf_counter() - t0:.1f} s")
+    t0 = time.perf_counter()
+    model, processor = build(tiny, device, dtype)
+    print(f"model: {'tiny' if tiny else 'Qwen2.5-VL-3B-shaped'}, {sum(p.numel() for p in model.parameters()) / 1e6:,.1f} M "
+          f"parameters, {dtype}, random weights built in {time.perf_counter() - t0:.1f} s")
+    if device == "cuda": torch.cuda.reset_peak_memory_stats()
+    c = clock(device)
+    trainer = sft_trainer(chats, Path(tempfile.mkdtemp(prefix="gpu_sft_")), profile="paper", model=model, processor=processor,
+                          lora=lora, max_steps=steps, per_device_train_batch_size=batch, save_steps=10**6, logging_steps=1,
+                          progress=False, callbacks=[c], **({"bf16": False} if tiny else {}))
+    s = trainer.speco3
+    print(f"trainable: {s['trainable_params'] / 1e6:,.1f} M of {s['total_params'] / 1e6:,.1f} M parameters; frozen: {', '.join(s['frozen'])}")
+    trainer.train()
+    count = trainer.data_collator
+    losses = [r["loss"] for r in trainer.state.log_history if "loss" in r]
+    step, wall = statistics.median(c.step_s[1:]), statistics.median(c.wall_s[1:])
+    tokens = count.tokens / count.samples * batch
+    print(f"{tokens:,.0f} tokens per step ({count.tokens / count.samples:,.0f} per conversation); loss {losses[0]:.2f} -> {losses[-1]:.2f}")
+    print(f"step time (median of {len(c.step_s) - 1} after a warm-up): {step:.2f} s; wall per step with collation: {wall:.2f} s; "
+          f"{tokens / wall:,.0f} tokens/s, {batch / wall:.2f} conversations/s")
+    if device == "cuda":
+        print(f"peak GPU memory: {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB allocated, "
+              f"{torch.cuda.max_memory_reserved() / 2**30:.1f} GiB reserved")
+    print(f"the paper's 5 epochs over 1000 conversations at this rate: {5 * 1000 / batch * wall / 3600:.1f} h on this device")
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--steps", type=int, default=None, help="optimiser steps, the first a warm-up (default 6; 3 with --tiny)")
+    p.add_argument("--batch", type=int, default=4, help="conversations per step (the paper: 4 per device)")
+    p.add_argument("--lora", action="store_true", help="LoRA on the language model instead of full fine-tuning")
+    p.add_argument("--tiny", action="store_true", help="the tiny config on CPU, to check the script without a GPU")
+    a = p.parse_args()
+    main(a.steps or (3 if a.tiny else 6), a.batch, a.lora, a.tiny)
