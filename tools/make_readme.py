@@ -1,16 +1,25 @@
 """Write README.md from nbs/index.ipynb (markdown cells as they are, code cells as fenced Python with their
-text output). nbdev's own nbdev_readme needs Quarto, which these machines do not have.
+text output). A markdown line `<!-- include: PATH -->` is replaced by the file at PATH (relative to the repository
+root), so tables generated into results/ appear in the README without being typed.
+nbdev's own nbdev_readme needs Quarto, which these machines do not have.
 Usage: python tools/make_readme.py [--check]   (--check exits 1 if README.md is out of date)"""
-import json, sys
+import json, re, sys
 from pathlib import Path
 
 root = Path(__file__).resolve().parents[1]
+
+def include(text):
+    "Replace `<!-- include: PATH -->` lines by the file's content (or a note that it has not been generated)."
+    def sub(m):
+        p = root / m.group(1)
+        return p.read_text().rstrip() if p.exists() else f"_({m.group(1)} has not been generated yet: run bin/reproduce)_"
+    return re.sub(r"^<!-- include: (\S+) -->$", sub, text, flags=re.M)
 
 def render(nb):
     parts = []
     for cell in nb["cells"]:
         src = "".join(cell["source"]).rstrip()
-        if cell["cell_type"] == "markdown": parts.append(src)
+        if cell["cell_type"] == "markdown": parts.append(include(src))
         elif cell["cell_type"] == "code" and src and not src.startswith("#| hide"):
             parts.append(f"```python\n{src}\n```")
             outs = [o for o in cell.get("outputs", []) if o.get("output_type") == "stream"]
