@@ -19,6 +19,7 @@ py_versions = '3.11 3.12 3.13'.split()
 requirements = shlex.split(cfg.get('requirements', ''))
 dev_requirements = shlex.split(cfg.get('dev_requirements', ''))
 train_requirements = shlex.split(cfg.get('train_requirements', ''))
+verl_requirements = shlex.split(cfg.get('verl_requirements', ''))
 min_python = cfg['min_python']
 
 setuptools.setup(
@@ -33,7 +34,7 @@ setuptools.setup(
     packages = setuptools.find_packages(include=['speco3', 'speco3.*']),
     include_package_data = True,
     install_requires = requirements,
-    extras_require = {'dev': dev_requirements, 'train': train_requirements},
+    extras_require = {'dev': dev_requirements, 'train': train_requirements, 'verl': verl_requirements},
     dependency_links = cfg.get('dep_links','').split(),
     python_requires  = '>=' + cfg['min_python'],
     long_description = open('README.md', encoding='utf-8').read(),
