@@ -147,3 +147,38 @@ def test_real_spectra():
         t = inspect(s, ScriptedExpertPolicy(), task=task, style="fast")
         assert t.status == "answered" and t.format_ok, (rid, t.status, t.error)
         assert all(r["ok"] for turn in t.turns for r in turn.results), rid
+
+
+def _qc_samples(n_kinds=2):
+    "The two commonest positive and confuser kinds of every task (other tasks' stars for tasks without confusers)."
+    out = []
+    for task in TASKS:
+        pos = sorted(kinds_for(task), key=kinds_for(task).get)[-n_kinds:]
+        try: neg = sorted(kinds_for(task, "confuser"), key=kinds_for(task, "confuser").get)[-n_kinds:]
+        except Exception: neg = [k for t in TASKS if t != task for k in kinds_for(t) if k not in kinds_for(task)][:n_kinds]
+        for kinds, truth in ((pos, "YES"), (neg, "NO")):
+            for k in kinds:
+                s = simulate(k, 1, seed=11, snr=25.0)[0]
+                out.append(Sample(f"{task}-{k}", task, _named(s, f"{task}-{k}"), truth))
+    return out
+
+
+def _qc_record(t, sample):
+    "The fields of a draft record that the cold-start wavelengths filter reads (no images written)."
+    return {"data_range": list(SpectralVisualizationTool.from_spectrum(sample.spectrum, style="fast").data_range),
+            "turns": [{"text": u.text, "tool_calls": u.tool_calls,
+                       "results": [{k: v for k, v in r.items() if k != "image"} for r in u.results]} for u in t.turns]}
+
+
+@pytest.mark.parametrize("guided", [False, True])
+def test_cites_only_zoomed_wavelengths(guided):
+    "Cold-start QC, filter `wavelengths`: no cited wavelength outside the zoomed windows or the data's ends."
+    from speco3.coldstart import check_draft, cited_wavelengths
+    n_cited = 0
+    for s in _qc_samples():
+        for budget in (8, 1):
+            t = inspect(s, ScriptedExpertPolicy(guided=guided), style="fast", max_tool_calls=budget)
+            n_cited += len(cited_wavelengths(t.text))
+            bad = check_draft(_qc_record(t, s)).get("wavelengths")
+            assert bad is None, (s.sample_id, guided, budget, bad, t.text)
+    assert n_cited > 100   # the check is not vacuous: the trajectories do cite wavelengths
