@@ -24,26 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch
 
 
-def build(tiny, device, dtype):
-    "(model, processor): the 3B-shaped (or tiny) random model and a processor with Qwen2.5-VL's image limits."
-    from transformers import AutoModelForImageTextToText, Qwen2VLImageProcessorPil, Qwen2_5_VLConfig
-    from speco3.hf import QwenVLProcessor
-    from speco3.prompts import install_template
-    from speco3.tiny import tiny_config, tiny_tokenizer
-    from gpu_vet import QWEN25_VL_3B
-    tok = tiny_tokenizer()
-    processor = install_template(QwenVLProcessor(Qwen2VLImageProcessorPil(), tok))
-    if tiny:
-        config = tiny_config(tok)
-    else:
-        ids = {k: tok.convert_tokens_to_ids(t) for k, t in [("image_token_id", "<|image_pad|>"), ("video_token_id", "<|video_pad|>"),
-               ("vision_start_token_id", "<|vision_start|>"), ("vision_end_token_id", "<|vision_end|>")]}
-        text = dict(QWEN25_VL_3B["text"], bos_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
-        config = Qwen2_5_VLConfig(text_config=text, vision_config=QWEN25_VL_3B["vision"], tie_word_embeddings=True, **ids)
-    torch.manual_seed(0)
-    with torch.device(device):
-        model = AutoModelForImageTextToText.from_config(config, dtype=dtype)
-    return model, processor
+from gpu_vet import build  # the same 3B-shaped (or tiny) random model and processor as the vetting bench
 
 
 def clock(device):
