@@ -446,11 +446,15 @@ def test_llm_drafter_against_fake_server(drafted, tmp_path):
     assert pol["name"] == "guided-drafter" and pol["drafter"]["model"] == "fake-llm" and pol["k"] == 2
     assert pol["examples"] == [r["sample_id"] for r in experts] and out[0]["drafter"] == "guided-drafter"
     assert len(fake.requests) == 4
-    sys0 = fake.requests[0]["messages"][0]["content"]
-    assert sys0.startswith(system_text(tools=True)) and "it is a white dwarf" in sys0
-    shown = re.findall(r"Example: is it a ([a-z ]+)\?", sys0)
-    assert shown == ["white dwarf", "white dwarf"]  # the same task's examples first
-    assert experts[2]["turns"][0]["text"].strip() in sys0
+    # requests arrive concurrently, in any order: each episode's system text carries its own label
+    systems = [r["messages"][0]["content"] for r in fake.requests]
+    assert all(t.startswith(system_text(tools=True)) for t in systems)
+    assert sum("answer for this spectrum is YES: it is a white dwarf" in t for t in systems) == 2
+    assert sum("answer for this spectrum is NO: it is not a white dwarf" in t for t in systems) == 2
+    for sys0 in systems:
+        shown = re.findall(r"Example: is it a ([a-z ]+)\?", sys0)
+        assert shown == ["white dwarf", "white dwarf"]  # the same task's examples first
+        assert experts[2]["turns"][0]["text"].strip() in sys0
     # the drafting block reaches the drafter only: the stored prompt is the plain vetting question
     assert all("verified answer" not in r["prompt"] and "Example:" not in r["prompt"] for r in out)
     kept, _ = cs.qc(out)
