@@ -816,11 +816,13 @@ def _k_giant(m, d, teff, cn_blue, cn_red, gband, ba, tio):
     for lam, rel in zip(_CA_IRT, (0.6, 1.0, 0.85)): _absorb_ew(m, t, lam, 3.0 * rel, 1.5, 0.8)
     return m.bb(teff) * t
 
-_add("s_star", "S star", "S", lambda m, d: _s_star(m, d, (0.15, 0.45), (0.0, 0.5), (0, 0), 0.5), {"ss": 0.9}, {"carbon": 0.1, "gm": 0.05},
+_add("s_star", "S star", "S", lambda m, d: _s_star(m, d, (0.15, 0.45), (0.0, 0.5), (0, 0), 0.5), {"ss": 0.9}, {"carbon": 0.1, "gm": 0.1},
      ebv=0.3, ebv_max=1.0, doc="ZrO 6474/5552/5718/4620–4641 heads, weak TiO, LaO in half")
 _add("sc_star", "S star", "SC", lambda m, d: _s_star(m, d, (0.05, 0.25), (0.0, 0.1), (0.05, 0.25), 0.3), {"ss": 0.1}, {"carbon": 0.15},
      ebv=0.3, ebv_max=1.0, doc="SC: weak ZrO and weak C₂, no TiO")
-_add("ms_star", "M giant", "MS", _r_ms, None, {"ss": 0.5, "gm": 0.05}, ebv=0.2, ebv_max=1.5, doc="M giant with ZrO 6474 below 5 % depth")
+# MS stars are M giants whose ZrO is below detection: a hard NO for "is this an S star?", but no negative for
+# "is this an M giant?" (they are one, by their class); the S/MS confuser share of that task goes to S stars.
+_add("ms_star", "M giant", "MS", _r_ms, None, {"ss": 0.5}, ebv=0.2, ebv_max=1.5, doc="M giant with ZrO 6474 below 5 % depth")
 _add("k_giant", "K giant", "K giant", lambda m, d: _k_giant(m, d, (3900, 4700), (0.2, 0.5), (0.05, 0.15), (0.1, 0.3), (0.2, 0.4), (0, 0.06)),
      None, {"carbon": 0.2, "gm": 0.15, "ss": 0.1}, ebv=0.15, ebv_max=1.0, doc="K giant with strong CN and G band, a hint of TiO; no C₂")
 _add("ba_star", "Ba star", "Ba", lambda m, d: _k_giant(m, d, (4300, 5200), (0.15, 0.35), (0.05, 0.15), (0.2, 0.4), (0.6, 1.5), (0, 0)),
