@@ -18,7 +18,7 @@ from .reward import score
 from .agent import LIMIT_TEXT
 from .hf import load_processor, _load
 from .tiny import build_tiny, image_tokens
-from .sft import freeze_vision, _SFTTrainer, _check_resume, write_curve
+from .sft import freeze_vision, _SFTTrainer, _check_resume, _finished, write_curve
 
 try:
     import torch
@@ -484,6 +484,7 @@ def train_grpo(data, # a SpecVI-Bench folder (train split of the five tasks), pa
     reward = s.pop("reward")
     last = get_last_checkpoint(out / "checkpoints") if (out / "checkpoints").is_dir() else None
     _check_resume(out, s, last, resume, same=_SAME)
+    if (done := _finished(out, last, resume)): return done
     if progress: _print_settings(s)
     (out / "config.json").write_text(json.dumps(s, indent=1, default=str))
     result = trainer.train(resume_from_checkpoint=last if resume and last else None)

@@ -345,6 +345,15 @@ def _check_resume(out, settings, last, resume, same=_SAME):
         diff = [k for k in same if json.dumps(old.get(k), sort_keys=True, default=str) != json.dumps(settings[k], sort_keys=True, default=str)]
         if diff: raise ValueError(f"{out}: the checkpoints were made with other settings ({', '.join(diff)}); use a new out_dir")
 
+def _finished(out, last, resume):
+    "The saved metrics of a run that already ended at its last checkpoint, else None (resuming it would train a step more)."
+    saved = out / "metrics.json"
+    if not (resume and last and saved.exists() and (out / "model").is_dir()): return None
+    m = json.loads(saved.read_text())
+    if m.get("global_step") != int(Path(last).name.rsplit("-", 1)[-1]): return None
+    print(f"{out.name}: finished earlier at step {m['global_step']}; its saved model and metrics are used (a new out_dir trains again)")
+    return m
+
 def write_curve(log_history, # trainer.state.log_history
                 out_dir, # the run folder
                 fields, # the logged keys kept, one CSV column each
@@ -401,6 +410,7 @@ def train_sft(data, # a Dataset, a list of chats/rows, or a folder written by sp
     s = dict(trainer.speco3, name=name or trainer.speco3["name"])
     last = get_last_checkpoint(out / "checkpoints") if (out / "checkpoints").is_dir() else None
     _check_resume(out, s, last, resume)
+    if (done := _finished(out, last, resume)): return done
     _print_settings(s)
     (out / "config.json").write_text(json.dumps(s, indent=1, default=str))
     result = trainer.train(resume_from_checkpoint=last if resume and last else None)

@@ -215,6 +215,9 @@ def test_kill_then_resume_matches_an_unbroken_run(data, zoomer, tmp_path):
     m = json.loads(open(tmp_path / "unbroken" / "metrics.json").read())
     assert m["logged_steps"] == 4 and m["rollouts_this_session"] == 16 and m["dropped_tool_images"] == 0
     assert m["reward_first_fifth"] is not None and m["budget"]["total"] <= 768
+    again = train_grpo(data, tmp_path / "killed", init=zoomer, **run)  # finished: nothing more trains
+    assert again["global_step"] == 4 and again["resumed_from"] == "checkpoint-2"
+    assert max(int(p.name.split("-")[1]) for p in (tmp_path / "killed" / "checkpoints").glob("checkpoint-*")) == 4
     with pytest.raises(ValueError, match="resume=True"):
         train_grpo(data, tmp_path / "killed", init=zoomer, resume=False, **run)
     with pytest.raises(ValueError, match="other settings"):

@@ -4,6 +4,7 @@ a run killed after its step-2 checkpoint resumes to the same weights as an unbro
 loss curve and another seed a different one; LoRA trains only adapters on the language model and saves a merged model;
 resuming with other settings or starting over on top of checkpoints is refused. Skips without the `train` extra."""
 import csv, json
+from pathlib import Path
 import pytest
 
 pytest.importorskip("torch", reason="torch is not installed (pip install 'speco3[train]')")
@@ -187,6 +188,13 @@ def test_resume_refuses_other_settings_and_starting_over(unbroken, chats):
         train_sft(chats, unbroken["out_dir"], **{**RUN, "learning_rate": 1e-4})
     with pytest.raises(ValueError, match="resume=True"):
         train_sft(chats, unbroken["out_dir"], resume=False, **RUN)
+
+
+def test_rerunning_a_finished_run_trains_nothing(unbroken, chats):
+    again = train_sft(chats, unbroken["out_dir"], **RUN)  # transformers would train one step more from the last checkpoint
+    assert again["global_step"] == unbroken["global_step"] == 4
+    assert losses(again) == losses(unbroken)
+    assert sorted(p.name for p in (Path(unbroken["out_dir"]) / "checkpoints").glob("checkpoint-*"))[-1] == "checkpoint-4"
 
 
 def test_bf16_profiles_need_a_gpu(chats, tmp_path):
