@@ -202,6 +202,9 @@ def draft(samples, # Samples or benchmark rows (see `pick_samples`, `simulate_sa
     if unlabelled: raise ValueError(f"{unlabelled[0]}: no label; drafts are made for labelled samples only ({len(unlabelled)} without)")
     jsonl = out / "trajectories.jsonl"
     done = {r["sample_id"] for r in read_trajectories(out)} if jsonl.exists() else set()
+    other = sorted(done - {s.sample_id for s in items})
+    if other: raise ValueError(f"{out}: holds {len(other)} drafts of samples not asked for now (e.g. {other[0]}): it belongs to another "
+                               "draft run; use a new folder (a killed run is resumed by calling draft again with the same samples)")
     todo = [s for s in keep if s.sample_id not in done]
     with open(jsonl, "a", encoding="utf-8") as f:
         for i in tqdm(range(0, len(todo), batch_size), disable=not progress, desc=f"drafting ({policy.name})"):
