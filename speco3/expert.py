@@ -302,6 +302,7 @@ LIMITS = dict(  # the thresholds of the rules (tuned on SpecVI-Sim training draw
     a_depth=0.38,          # Hβ depth of an A star
     a_cak=2.5,             # Å; Ca II K EW (2σ) above this: F type or later
     hei_a=0.40,            # Å; He I 4471 (2σ) that makes an "A star" a B star
+    a_hot=1.35,            # F3850/F4500 above this: hotter than an A star (a B star or an sdB), whose 3850 Å region the higher Balmer lines depress
     q_fwhm=1200.0,         # km/s; a broad quasar line
     q_fwhm1=2000.0, q_fwhm_max=12000.0, q_sig1=20.0, q_amp1=0.3,  # a single line that alone marks a quasar (FWHM range, σ, peak)
 )
@@ -659,6 +660,11 @@ def _rules_astar(m):
     ev = [Evidence(text + ".", W("H-beta"), keys, _margin(m["hb_depth"], _L["a_depth"], 0.05))]
     if not _balmer_present(m, _L["a_depth"]): return Decision("NO", "astar: weak Balmer", "the Balmer lines are too weak for an A star", ev)
     if _broad(m): return Decision("NO", "astar: broad Balmer", "the Balmer lines are white-dwarf broad", ev)
+    bm = m["balmer_merge"]
+    if _ok(bm) and bm > _L["a_hot"]:   # an A star's higher Balmer lines and cooler continuum keep the 3850 Å region low
+        ev.append(Evidence(f"F3850/F4500 = {fmt('balmer_merge', bm)}: a continuum too blue, and higher Balmer lines too weak, for an A star.",
+                           W("higher Balmer lines"), ("balmer_merge",), _margin(bm, _L["a_hot"], 0.1)))
+        return Decision("NO", "astar: too hot", "the star is hotter than an A star (a B star or a hot subdwarf)", ev)
     cak = m["cak_abs"]
     ev.append(Evidence(f"Ca II K EW {fmt('cak_abs', cak)} Å.", W("Ca II K, H + H-epsilon"), ("cak_abs",), _margin(cak, _L["a_cak"], 0.8)))
     if _has(m, "cak_abs", _L["a_cak"], 2): return Decision("NO", "astar: strong Ca II K", "Ca II K is as strong as in F and later stars", ev)
@@ -723,7 +729,7 @@ def decide(task:str, # task key (a key of speco3.prompts.TASKS)
     return d
 
 # %% ../nbs/08a_expert.ipynb #1eb323b3
-VERSION = "2"  # bump when a rule, a limit or the wording changes (recorded in every trajectory)
+VERSION = "3"  # bump when a rule, a limit or the wording changes (recorded in every trajectory)
 
 def _call(lo, hi, name):
     "A tool call as the model writes it."
