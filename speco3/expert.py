@@ -288,7 +288,7 @@ LIMITS = dict(  # the thresholds of the rules (tuned on SpecVI-Sim training draw
     da_core_k=-2.0,
     wdm_rise=0.48,         # F8100/F6100 above this (a hot star: 0.3–0.45) and at least wdm_excess times a blackbody's of the
     wdm_excess=1.0,        #   same F6100/F4500 (a cool single white dwarf is red but not redder than its colour): an M companion...
-    wdm_rise2=0.60,        # ...or F8100/F6100 above this whatever the colour...
+    wdm_snr=8.0,           #   at S/N per pixel at least this (a red excess in noisier data is not evidence)...
     wdm_tio=0.05,          # ...or red TiO heads (6159/7054/8432) this deep at 3σ
     wd_hei=0.6,            # Å; He I 4471 absorption EW of a DB
     wd_heii=0.5,           # Å; He II 4686 absorption EW of a DO
@@ -549,10 +549,10 @@ def _broad_margin(m):
     return min(_margin(m["hb_width"], _L["da_width2"], 6), _margin(m["hb_wing"], _L["da_wing2"], 3))
 
 def _companion(m):
-    "An M-dwarf companion: the flux rises again in the red and TiO 7054 appears."
-    rx, rr = m["red_excess"], m["red_rise"]
-    red = _ok(rr) and rr >= _L["wdm_rise"] and (not _ok(rx) or rx >= _L["wdm_excess"])   # red for its blue colour (not just cool)
-    return red or (_ok(rr) and rr >= _L["wdm_rise2"]) or _has(m, "tio_red", _L["wdm_tio"])
+    "An M-dwarf companion: the flux rises again in the red (for the blue colour, in good data) or TiO appears."
+    rx, rr, snr = m["red_excess"], m["red_rise"], m["snr"]
+    red = _ok(rr, rx, snr) and rr >= _L["wdm_rise"] and rx >= _L["wdm_excess"] and snr >= _L["wdm_snr"]  # red for its colour, not just cool
+    return red or _has(m, "tio_red", _L["wdm_tio"])
 
 def _rules_wd(m):
     "G5: very broad Balmer lines (DA), or broad He I (DB), He II (DO), Ca II (DZ), C2 (DQ) or no lines (DC) on a blue continuum."
@@ -729,7 +729,7 @@ def decide(task:str, # task key (a key of speco3.prompts.TASKS)
     return d
 
 # %% ../nbs/08a_expert.ipynb #1eb323b3
-VERSION = "3"  # bump when a rule, a limit or the wording changes (recorded in every trajectory)
+VERSION = "4"  # bump when a rule, a limit or the wording changes (recorded in every trajectory)
 
 def _call(lo, hi, name):
     "A tool call as the model writes it."
