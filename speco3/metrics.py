@@ -82,10 +82,11 @@ def _get(rec, col):
     return None
 
 def _calls(rec):
-    "The record's tool calls: its 'tool_calls' list, else the 'tool_call' of each of its 'turns', else None."
+    "The record's tool calls: its 'tool_calls' list, else those of its 'turns' (each turn's 'tool_calls' list, as speco3.agent writes, or one 'tool_call'), else None."
     if isinstance(rec.get("tool_calls"), (list, tuple)): return list(rec["tool_calls"])
     if isinstance(rec.get("turns"), (list, tuple)):
-        return [t["tool_call"] for t in rec["turns"] if isinstance(t, dict) and t.get("tool_call")]
+        turns = [t for t in rec["turns"] if isinstance(t, dict)]
+        return [c for t in turns for c in (t.get("tool_calls") or ([t["tool_call"]] if t.get("tool_call") else []))]
     return None
 
 def _window(call):
