@@ -30,13 +30,7 @@ RUN = dict(profile="smoke", temperature=0.1, progress=False)  # 4 rollouts (2 qu
 TOOL_TURN = ("\n<|im_start|>user\n<tool_response>\n<|vision_start|>", "</tool_response><|im_end|>\n<|im_start|>assistant\n")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    "Tiny matrices: one thread is as fast, and many times faster when other jobs share the cores."
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 @pytest.fixture(scope="module")

@@ -43,13 +43,7 @@ def episode(i, task="cv", guidelines=True):
     return Episode(f"s{i}", task, build_messages(task, image=render(s, style="fast"), tools=True, guidelines=guidelines), s)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    "The matrices are tiny: one thread is as fast, and many times faster when other jobs share the cores."
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 @pytest.fixture(scope="module")

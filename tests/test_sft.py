@@ -19,13 +19,7 @@ from speco3.sft import (PROFILES, as_sft_dataset, assistant_spans, conversation_
 RUN = dict(profile="smoke", max_steps=4, save_steps=2, progress=False)  # 4 steps of 2 conversations, checkpoints at 2 and 4
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    "Tiny matrices: one thread is as fast, and many times faster when other jobs share the cores."
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 @pytest.fixture(scope="module")
