@@ -184,7 +184,7 @@ class SFTProfile:
 PROFILES = {
     "paper": SFTProfile("paper", model="Qwen/Qwen2.5-VL-7B-Instruct"),
     "gpu": SFTProfile("gpu", model="Qwen/Qwen2.5-VL-3B-Instruct", gradient_accumulation_steps=8, save_steps=100),
-    "cpu": SFTProfile("cpu", learning_rate=1e-3, num_train_epochs=3, max_length=None, bf16=False,
+    "cpu": SFTProfile("cpu", learning_rate=1e-3, num_train_epochs=5, max_length=None, bf16=False,
                       activation_checkpointing=False, save_steps=100),
     "smoke": SFTProfile("smoke", learning_rate=1e-3, num_train_epochs=1, max_steps=8, warmup_steps=0, per_device_train_batch_size=2,
                         max_length=None, bf16=False, activation_checkpointing=False, logging_steps=1, save_steps=4),
