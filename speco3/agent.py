@@ -327,8 +327,17 @@ def run(samples, # items `as_sample` accepts (see `load_samples`)
     summary = dict(policy=policy.describe(), n_samples=len(samples), n_resumed=len(samples) - len(todo), n_run=len(todo),
                    wall_s=round(wall, 3), spectra_per_s=round(stats["n"] / wall, 3) if stats["n"] and wall > 0 else None,
                    model_s=round(stats["model_s"], 3), tool_s=round(stats["tool_s"], 3), style=kw.get("style", "spec-o3"))
+    summary["passes"] = _passes(out / "summary.json") + ([_pass(summary)] if todo else [])
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     return summary
+
+def _pass(s): return {k: s.get(k) for k in ("n_run", "wall_s", "spectra_per_s", "model_s", "tool_s")}
+
+def _passes(path):
+    "The passes an earlier `summary.json` recorded (the throughput of each pass that vetted something), or []."
+    try: old = json.loads(Path(path).read_text())
+    except (OSError, ValueError): return []
+    return old.get("passes", [_pass(old)] if old.get("n_run") else [])
 
 def read_trajectories(out_dir # a `run` folder
                      ) -> list[dict]:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['PROFILES', 'PAPER_TASKS', 'check_profile', 'output_dirs', 'git_commit', 'environment', 'write_run_record',
-           'predictions_path', 'save_predictions', 'main_table_from', 'benchmark_dir', 'relative', 'vet_model',
-           'load_predictions', 'behaviour_table']
+           'predictions_path', 'save_predictions', 'read_predictions', 'main_table_from', 'benchmark_dir', 'relative',
+           'vet_model', 'load_predictions', 'behaviour_table']
 
 # %% ../nbs/90_reproduce.ipynb #2e82fe7d
 PROFILES = ("smoke", "cpu", "gpu", "paper")
@@ -85,31 +85,44 @@ def save_predictions(results_dir, # e.g. out_dir/results/main
                      policy:str, # the row name in the table, e.g. "Scripted expert"
                      records # trajectory records (speco3.agent.read_trajectories) or dicts with task, truth, prediction
                     ) -> Path:
-    "Write `predictions_<slug>.csv` (one row per sample) for the main-results table."
+    "Write `predictions_<slug>.csv` (one row per sample; `windows`: the zoomed ranges as JSON) for the main-results table."
     import pandas as pd
-    cols = ["sample_id", "task", "truth", "prediction", "status", "format_ok", "n_tool_calls"]
-    df = pd.DataFrame([{c: r.get(c) for c in cols} for r in records]).assign(policy=policy)
+    cols = ["sample_id", "task", "truth", "prediction", "status", "format_ok"]
+    df = pd.DataFrame([{**{c: r.get(c) for c in cols}, **_tool_fields(r)} for r in records]).assign(policy=policy)
     path = predictions_path(results_dir, policy)
     df.to_csv(path, index=False)
     return path
 
-def _records(df):
-    "A saved predictions frame as records, a missing value as None (a missing answer stays missing, never the string 'nan')."
-    return [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()} for r in df.to_dict("records")]
+def _tool_fields(r):
+    "A record's tool calls as `n_tool_calls` and `windows` (the ranges asked for, JSON; '' when it says nothing of them)."
+    from speco3.metrics import _calls, _window
+    calls = _calls(r)
+    w = r.get("windows", None if calls is None else [x for x in map(_window, calls) if x is not None])
+    return dict(n_tool_calls=r.get("n_tool_calls", None if calls is None else len(calls)),
+                windows="" if w is None else json.dumps([[float(lo), float(hi)] for lo, hi in w]))
+
+def read_predictions(path # a predictions_*.csv written by save_predictions
+                    ) -> list:
+    "The rows of a saved predictions file as records: a missing answer is None, never 'nan'; `windows` parsed back."
+    import pandas as pd
+    df = pd.read_csv(path, keep_default_na=False, na_values={"prediction": [""], "truth": [""]})
+    recs = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()} for r in df.to_dict("records")]
+    for r in recs:
+        w = r.pop("windows", "")
+        if w != "": r["windows"] = json.loads(w)
+    return recs
 
 def main_table_from(results_dir, # folder holding predictions_*.csv
                     tasks=PAPER_TASKS, # the table's task columns
                     n_boot=1000, seed=0): # bootstrap settings for the intervals in main_metrics.json
     "Score every saved predictions file; write main_table.csv/.md and main_metrics.json; return the table."
-    import pandas as pd
     from speco3.metrics import predictions_frame, evaluate, main_table
     files = sorted(Path(results_dir).glob("predictions_*.csv"))
     if not files: raise FileNotFoundError(f"{results_dir}: no predictions_*.csv to tabulate")
     evals = {}
     for f in files:
-        df = pd.read_csv(f, keep_default_na=False, na_values={"prediction": [""], "truth": [""]})
-        recs = _records(df)
-        evals[df.policy.iloc[0]] = evaluate(predictions_frame(recs), tasks=list(tasks), n_boot=n_boot, seed=seed)
+        recs = read_predictions(f)
+        evals[recs[0]["policy"]] = evaluate(predictions_frame(recs), tasks=list(tasks), n_boot=n_boot, seed=seed)
     evals = dict(sorted(evals.items(), key=lambda kv: (kv[0].count(" + "), kv[0])))  # rows in pipeline order: stages named with " + "
     table = main_table(evals, tasks=list(tasks))
     table.to_csv(Path(results_dir) / "main_table.csv")
@@ -163,12 +176,10 @@ def load_predictions(path, # a predictions_*.csv written by save_predictions
                      ids # the sample ids wanted
                     ) -> list | None:
     "The saved predictions for exactly `ids` as records, or None when the file is missing or lacks some of them."
-    import pandas as pd
     if not Path(path).exists(): return None
-    df = pd.read_csv(path, keep_default_na=False, na_values={"prediction": [""], "truth": [""]})
-    df = df[df.sample_id.isin(set(ids))]
-    if set(df.sample_id) != set(ids): return None
-    return _records(df)
+    want = set(ids)
+    recs = [r for r in read_predictions(path) if r["sample_id"] in want]
+    return recs if {r["sample_id"] for r in recs} == want else None
 
 def behaviour_table(records:dict, # row name -> trajectory records (or saved predictions)
                     tasks=PAPER_TASKS, # the tasks averaged
