@@ -31,9 +31,11 @@ install_torch() {
     echo "[env] GPU machine without torch: installing torch==$TORCH_VERSION (default build)" >&2
     "$VENV/bin/python" -m pip install -q "torch==$TORCH_VERSION" >&2
   elif [ "$(uname -s)-$(uname -m)" = "Linux-x86_64" ]; then
-    # the CPU build (~200 MB) instead of PyPI's multi-GB CUDA build; a local wheel (pip find-links) is used when present
+    # the CPU build (~200 MB) instead of PyPI's multi-GB CUDA build: from pip's configured sources when they hold it
+    # (a local wheel via find-links, a mirror), else from the PyTorch index
     echo "[env] CPU machine: installing the CPU build of torch==$TORCH_VERSION" >&2
-    "$VENV/bin/python" -m pip install -q "torch==$TORCH_VERSION+cpu" --extra-index-url https://download.pytorch.org/whl/cpu >&2
+    "$VENV/bin/python" -m pip install -q "torch==$TORCH_VERSION+cpu" >/dev/null 2>&1 ||
+      "$VENV/bin/python" -m pip install -q "torch==$TORCH_VERSION+cpu" --extra-index-url https://download.pytorch.org/whl/cpu >&2
   else
     "$VENV/bin/python" -m pip install -q "torch==$TORCH_VERSION" >&2   # macOS / ARM Linux wheels on PyPI are CPU builds
   fi
