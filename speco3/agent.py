@@ -337,6 +337,7 @@ def _passes(path):
     "The passes an earlier `summary.json` recorded (the throughput of each pass that vetted something), or []."
     try: old = json.loads(Path(path).read_text())
     except (OSError, ValueError): return []
+    if not isinstance(old, dict): return []
     return old.get("passes", [_pass(old)] if old.get("n_run") else [])
 
 def read_trajectories(out_dir # a `run` folder

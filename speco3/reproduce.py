@@ -107,9 +107,12 @@ def read_predictions(path # a predictions_*.csv written by save_predictions
     import pandas as pd
     df = pd.read_csv(path, keep_default_na=False, na_values={"prediction": [""], "truth": [""]})
     recs = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()} for r in df.to_dict("records")]
-    for r in recs:
+    for i, r in enumerate(recs):
         w = r.pop("windows", "")
-        if w != "": r["windows"] = json.loads(w)
+        try:
+            if w != "": r["windows"] = json.loads(w)
+        except ValueError: raise ValueError(f"{path}, row {i + 2}: windows {w!r} is not the JSON list save_predictions writes") from None
+    if not recs: raise ValueError(f"{path}: no rows (a predictions file holds one row per vetted sample)")
     return recs
 
 def main_table_from(results_dir, # folder holding predictions_*.csv
