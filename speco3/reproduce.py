@@ -94,12 +94,11 @@ def save_predictions(results_dir, # e.g. out_dir/results/main
     return path
 
 def _tool_fields(r):
-    "A record's tool calls as `n_tool_calls` and `windows` (the ranges asked for, JSON; '' when it says nothing of them)."
-    from speco3.metrics import _calls, _window
-    calls = _calls(r)
-    w = r.get("windows", None if calls is None else [x for x in map(_window, calls) if x is not None])
-    return dict(n_tool_calls=r.get("n_tool_calls", None if calls is None else len(calls)),
-                windows="" if w is None else json.dumps([[float(lo), float(hi)] for lo, hi in w]))
+    "`speco3.metrics.tool_fields` of a record as CSV cells: `windows` as JSON ('' when the record says nothing of them)."
+    from speco3.metrics import tool_fields
+    t = tool_fields(r)
+    w = t.get("windows")
+    return dict(n_tool_calls=t.get("n_tool_calls"), windows="" if w is None else json.dumps([[float(lo), float(hi)] for lo, hi in w]))
 
 def read_predictions(path # a predictions_*.csv written by save_predictions
                     ) -> list:

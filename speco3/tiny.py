@@ -369,6 +369,7 @@ def probe_accuracy(X, # (n, d) features
     if test is not None: return balanced_accuracy(fit(X, y).predict(np.asarray(test[0], float)).astype(float), np.asarray(test[1], float))
     if len(np.unique(y)) != 2 or len(y) < 2 * folds: raise ValueError(f"probe_accuracy needs both labels and at least {2 * folds} rows, got {len(y)}")
     idx = np.random.default_rng(seed).permutation(len(y))
-    scores = [balanced_accuracy(fit(X[np.setdiff1d(idx, f)], y[np.setdiff1d(idx, f)]).predict(X[f]).astype(float), y[f])
-              for f in np.array_split(idx, folds) if len(np.unique(y[np.setdiff1d(idx, f)])) == 2]
+    splits = [(np.setdiff1d(idx, f), f) for f in np.array_split(idx, folds)]  # (train, held out) rows per fold
+    scores = [balanced_accuracy(fit(X[tr], y[tr]).predict(X[te]).astype(float), y[te])
+              for tr, te in splits if len(np.unique(y[tr])) == 2]
     return float(np.mean(scores))

@@ -1,7 +1,7 @@
 """Integration and bad-input tests for speco3.io: every raw survey file and every row of the shared real-spectra
 table, the writers' round trips, and broken files of every kind. The notebook nbs/01_io.ipynb shows the API;
 these tests are the exhaustive part that would be too long there."""
-import csv, gzip, json, time, warnings
+import csv, gzip, json, warnings
 from pathlib import Path
 import numpy as np
 import pytest
