@@ -31,7 +31,7 @@ setuptools.setup(
         'Natural Language :: ' + cfg['language'].title(),
     ] + ['Programming Language :: Python :: '+o for o in py_versions[py_versions.index(min_python):]],
     url = cfg['git_url'],
-    packages = setuptools.find_packages(include=['speco3', 'speco3.*']),
+    packages = setuptools.find_namespace_packages(include=['speco3', 'speco3.*'], exclude=['*.__pycache__']),  # speco3.templates is data
     include_package_data = True,
     install_requires = requirements,
     extras_require = {'dev': dev_requirements, 'train': train_requirements, 'verl': verl_requirements},

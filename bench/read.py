@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/read.py [--runs 20]
 
-Reads every raw survey file of the shared real spectra (`speco3.io.real_spectra_dir()`, or $SPECO3_REAL_SPECTRA)
+Reads every raw survey file of the real-spectra collection (`data/real-spectra`, or $SPECO3_REAL_SPECTRA)
 once untimed (disk cache), then `runs` times each, and prints the median per file and per survey (a DESI coadd
 counts as one read of all its usable fibres).
 """
@@ -17,7 +17,6 @@ warnings.simplefilter("ignore")  # read_spectra reports the fibres it skips; not
 
 def main(runs):
     root = real_spectra_dir()
-    if root is None: sys.exit("bench/read.py: the shared real spectra were not found; set SPECO3_REAL_SPECTRA to the real-spectra folder")
     files = sorted(p for p in (root / "raw").rglob("*") if p.name.endswith((".fits", ".fits.gz", ".fit")))
     print(f"python {platform.python_version()}; {len(files)} survey files, {runs} reads each")
     per_survey = {}

@@ -19,21 +19,21 @@ __all__ = ['real_spectra_dir', 'read_spectrum', 'read_spectra', 'write_fits', 'w
            'SpectrumError']
 
 # %% ../nbs/01_io.ipynb #f8098717
-def real_spectra_dir() -> Path | None:
-    "The shared `real-spectra` folder (env var `SPECO3_REAL_SPECTRA` first), or None when this machine has none."
+def _has_collection(p:Path) -> bool: return (p / "spectra.parquet").is_file()
+
+def real_spectra_dir() -> Path:
+    "The real-spectra collection: `$SPECO3_REAL_SPECTRA` if set, else the repository's `data/real-spectra`."
     env = os.environ.get("SPECO3_REAL_SPECTRA")
     if env:
         p = Path(env).expanduser()
-        if p.is_dir(): return p
-        warnings.warn(f"SPECO3_REAL_SPECTRA={env} is not a folder; ignoring real spectra")
-        return None
-    starts = [Path.cwd().resolve()]
-    if "__file__" in globals(): starts.append(Path(__file__).resolve().parent)
-    for start in starts:
-        for d in (start, *start.parents):
-            p = d / "shared" / "real-spectra"
-            if p.is_dir(): return p
-    return None
+        if not _has_collection(p): raise FileNotFoundError(f"SPECO3_REAL_SPECTRA={env}: no spectra.parquet in that folder")
+        return p
+    starts = [Path(__file__).resolve().parent.parent] if "__file__" in globals() else []
+    here = Path.cwd().resolve()
+    for d in (*starts, here, *here.parents):
+        if _has_collection(p := d / "data" / "real-spectra"): return p
+    raise FileNotFoundError("the real-spectra collection (data/real-spectra in the speco3 repository) was not found: "
+                            "work from a clone of the repository or set SPECO3_REAL_SPECTRA to a folder holding spectra.parquet")
 
 # %% ../nbs/01_io.ipynb #fae330b1
 _FITS_SUFFIXES = (".fits", ".fit", ".fts", ".fits.gz", ".fit.gz", ".fts.gz")

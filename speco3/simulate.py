@@ -846,7 +846,7 @@ def _hot(m, d, teff, balmer_depth, balmer_gamma, vsini, he_i, he_ii, ca_k, jump,
     _balmer_jump(m, t, np.full(n, jump))
     return teff, t
 
-# T_eff dependence of hot-star lines, calibrated on the real O, B and A stars of the shared set (realism study)
+# T_eff dependence of hot-star lines, calibrated on the real O, B and A stars of the real-spectra collection (realism study)
 def _o_gamma(teff): return (32000 / teff) ** 2  # Balmer lines strengthen from O5 to O9.5 (Hβ EW ≈ 3 → 4.5 Å)
 def _o_he_ii(teff): return np.clip((teff - 26000) / 11000, 0.3, 1.0)  # He II 4686 ≈ 0.6 Å at O5–O7, ≈ 0.35 Å at O9.5
 def _o_he_i(teff): return np.clip((42000 - teff) / 9000, 0.05, 1.0)  # He I 4471 ≈ 0.8 Å at O9.5, ≈ 0.1 Å at O5

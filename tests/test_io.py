@@ -1,5 +1,5 @@
-"""Integration and bad-input tests for speco3.io: every raw survey file and every row of the shared real-spectra
-table, the writers' round trips, and broken files of every kind. The notebook nbs/01_io.ipynb shows the API;
+"""Integration and bad-input tests for speco3.io: every raw survey file and every row of the real-spectra
+table (data/real-spectra), the writers' round trips, and broken files of every kind. The notebook nbs/01_io.ipynb shows the API;
 these tests are the exhaustive part that would be too long there."""
 import csv, gzip, json, warnings
 from pathlib import Path
@@ -10,11 +10,9 @@ from speco3.io import (SpectrumError, read_spectrum, read_spectra, real_spectra_
                        write_parquet)
 from speco3.spectrum import Spectrum, lamost_wavelength
 
-RS = real_spectra_dir()
-needs_data = pytest.mark.skipif(RS is None, reason="shared real-spectra folder not found (set SPECO3_REAL_SPECTRA "
-                                "or put shared/real-spectra beside the checkout)")
-RAW = RS / "raw" if RS is not None else Path("missing")
-MANIFEST = list(csv.DictReader(open(RAW / "raw_manifest.csv"))) if RS is not None else []
+RS = real_spectra_dir()   # the collection the repository carries: these tests never skip for want of it
+RAW = RS / "raw"
+MANIFEST = list(csv.DictReader(open(RAW / "raw_manifest.csv")))
 SURVEY_FILES = [m for m in MANIFEST if m["table_id"]]
 DESI_FILES = [m for m in MANIFEST if m["survey"] == "desi"]
 
@@ -48,14 +46,12 @@ def sane(s: Spectrum, lo=3000, hi=11000):
 
 # --------------------------------------------------------------------------- every raw file
 
-@needs_data
 def test_manifest_lists_every_raw_file():
     on_disk = {str(p.relative_to(RS)) for p in RAW.rglob("*") if p.is_file() and p.suffix != ".csv"}
     assert on_disk == {m["file"] for m in MANIFEST}
     assert set(EXPECTED_LAYOUT) == {Path(m["file"]).name for m in MANIFEST if m["survey"] == "lamost"}
 
 
-@needs_data
 @pytest.mark.parametrize("m", SURVEY_FILES, ids=lambda m: Path(m["file"]).name)
 def test_raw_survey_file(m, table):
     path = RS / m["file"]
@@ -80,7 +76,6 @@ def test_raw_survey_file(m, table):
     assert s.meta["ra"] is not None and s.meta["dec"] is not None
 
 
-@needs_data
 @pytest.mark.parametrize("m", [m for m in MANIFEST if m["survey"] == "lamost"], ids=lambda m: Path(m["file"]).name)
 def test_lamost_pixels_match_file(m):
     "No pixel is dropped or changed; andmask != 0 pixels are masked with their flux kept; snr for all five bands."
@@ -102,7 +97,6 @@ def test_lamost_pixels_match_file(m):
     assert s.meta["data_release"] is None if s.meta["layout"] == "lamost-dr1-image" else s.meta["data_release"].startswith("LAMOST DR")
 
 
-@needs_data
 @pytest.mark.parametrize("m", [m for m in MANIFEST if m["survey"] == "sdss"], ids=lambda m: Path(m["file"]).name)
 def test_sdss_pixels_match_file(m):
     "All pixels kept; per-pixel and_mask bits (16-31) and ivar = 0 mask a pixel, fibre-level bits (0-15) go to meta."
@@ -117,7 +111,6 @@ def test_sdss_pixels_match_file(m):
         assert len(s.meta["fibre_flags"]) == len({b for b in range(16) if ((am >> b) & 1).any()})
 
 
-@needs_data
 def test_lamost_dr1_grid_is_the_header_grid():
     for name, layout in EXPECTED_LAYOUT.items():
         if layout != "lamost-dr1-image": continue
@@ -125,7 +118,6 @@ def test_lamost_dr1_grid_is_the_header_grid():
         np.testing.assert_allclose(s.wavelength, lamost_wavelength()[: len(s)], rtol=1e-12)
 
 
-@needs_data
 @pytest.mark.parametrize("m", DESI_FILES, ids=lambda m: Path(m["file"]).name)
 def test_raw_desi_file(m):
     path = RS / m["file"]
@@ -167,7 +159,6 @@ def test_raw_desi_file(m):
             np.testing.assert_allclose(s.ivar[k], tot, rtol=1e-6)
 
 
-@needs_data
 def test_desi_fibre_choice():
     path = RAW / "desi/coadd-sv3-dark-26065.fits"
     a = read_spectrum(path, index=2)
@@ -183,7 +174,6 @@ def test_desi_fibre_choice():
         assert str(path) in str(e.value) and "\n" not in str(e.value)
 
 
-@needs_data
 def test_sdss_exposures():
     path = RAW / "sdss/sample_spectrum.fits"
     coadd = read_spectrum(path)
@@ -196,7 +186,6 @@ def test_sdss_exposures():
 
 # --------------------------------------------------------------------------- every row of the shared table
 
-@needs_data
 def test_every_parquet_row(table):
     spectra = read_spectra(RS / "spectra.parquet")
     assert len(spectra) == len(table) == 781
@@ -216,7 +205,6 @@ def test_every_parquet_row(table):
         assert not s.mask[np.isfinite(row.flux) & (np.asarray(row.ivar) > 0 if len(row.ivar) else True)].any()
 
 
-@needs_data
 def test_parquet_row_access(table):
     path = RS / "spectra.parquet"
     for i in (0, 300, 780):
@@ -234,7 +222,6 @@ def test_parquet_row_access(table):
 
 # --------------------------------------------------------------------------- writers
 
-@needs_data
 @pytest.mark.parametrize("m", MANIFEST, ids=lambda m: Path(m["file"]).name)
 def test_write_fits_round_trip(m, tmp_path):
     with warnings.catch_warnings():
@@ -263,7 +250,6 @@ def test_write_fits_odd_meta(tmp_path):
         assert h[0].header["OBJNAME"].startswith("o'brien") and h[0].header["Z"] == pytest.approx(s.redshift)
 
 
-@needs_data
 def test_write_parquet_round_trip(tmp_path):
     spectra = [read_spectrum(RS / m["file"]) for m in SURVEY_FILES] + read_spectra(RAW / "desi/coadd-sv3-dark-26065.fits")
     path = write_parquet(spectra, tmp_path / "mine.parquet")
@@ -284,7 +270,6 @@ def test_write_parquet_round_trip(tmp_path):
     with pytest.raises(SpectrumError, match="nothing to write"): write_parquet([], tmp_path / "none.parquet")
 
 
-@needs_data
 def test_specvi_rows_round_trip(tmp_path):
     import pandas as pd
     from PIL import Image
@@ -346,7 +331,6 @@ def test_unknown_fits_layouts(tmp_path):
         assert "unknown FITS layout" in one_line_error(lambda: read_spectrum(tmp_path / name), name)
 
 
-@needs_data
 @pytest.mark.parametrize("name", ["lamost/spec-55862-B6212_sp08-147.fits", "lamost/spec-60591-LN042429N340750BM01_sp01-005.fits.gz",
                                   "sdss/sample_spectrum.fits", "desi/coadd-sv3-dark-26065.fits"])
 def test_truncated_files(name, tmp_path):
@@ -377,7 +361,6 @@ def test_truncated_files(name, tmp_path):
     assert "gzip" in one_line_error(lambda: read_spectrum(p), p)
 
 
-@needs_data
 def test_corrupted_bytes_never_escape(tmp_path):
     "Random byte damage inside a real file either still reads or raises SpectrumError; nothing else escapes."
     rng = np.random.default_rng(2)
@@ -440,7 +423,6 @@ def test_row_inputs():
     with pytest.raises(SpectrumError, match="do not apply"): read_spectrum(base, row=1)
 
 
-@needs_data
 def test_header_redshift_sentinel(tmp_path):
     with fits.open(RAW / "lamost/spec-58575-HD103621N361936B01_sp03-030.fits") as h:
         h[0].header["Z"] = -9999.0
@@ -449,7 +431,6 @@ def test_header_redshift_sentinel(tmp_path):
     assert (s.redshift, s.meta["redshift_known"]) == (0.0, False) and "-9999" in s.meta["redshift_note"]
 
 
-@needs_data
 def test_options_rejected_for_other_layouts():
     for kw in (dict(index=0), dict(targetid=1), dict(exposure=0), dict(row=0), dict(columns=["a"]), dict(medium="air")):
         with pytest.raises(SpectrumError, match="do not apply"):
@@ -457,8 +438,17 @@ def test_options_rejected_for_other_layouts():
 
 
 def test_real_spectra_dir_env(tmp_path, monkeypatch):
+    (tmp_path / "spectra.parquet").write_bytes(b"")
     monkeypatch.setenv("SPECO3_REAL_SPECTRA", str(tmp_path))
     assert real_spectra_dir() == tmp_path
     monkeypatch.setenv("SPECO3_REAL_SPECTRA", str(tmp_path / "missing"))
-    with pytest.warns(UserWarning, match="not a folder"):
-        assert real_spectra_dir() is None
+    with pytest.raises(FileNotFoundError, match="no spectra.parquet"):
+        real_spectra_dir()
+
+
+def test_real_spectra_dir_is_the_bundled_copy(monkeypatch, tmp_path):
+    monkeypatch.delenv("SPECO3_REAL_SPECTRA", raising=False)
+    monkeypatch.chdir(tmp_path)   # found beside the package, wherever the caller stands
+    root = real_spectra_dir()
+    assert root == Path(__file__).resolve().parents[1] / "data" / "real-spectra"
+    assert (root / "README.md").is_file() and (root / "manifest.csv").is_file()

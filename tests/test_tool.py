@@ -351,12 +351,11 @@ def test_junk_with_real_renderer_never_raises(tool):
     assert n_ok > 20
 
 
-# --- real data (the shared real-spectra set) ---------------------------------------------------------------------
+# --- real data (the real-spectra collection, data/real-spectra) ---------------------------------------------------------------------
 
 def test_real_qso_broad_line_in_rest_frame():
     from speco3.io import read_spectrum, real_spectra_dir
     root = real_spectra_dir()
-    if root is None: pytest.skip("shared real-spectra folder not found (set SPECO3_REAL_SPECTRA)")
     s = read_spectrum(root / "spectra.parquet", id="SDSS:spec-7339-56772-0777")  # broad-line QSO, z = 0.456: Mg II 2800 in range
     t = SpectralVisualizationTool.from_spectrum(s)
     assert abs(t.spectrum.redshift - 0.456) < 0.001

@@ -314,7 +314,6 @@ def test_real_tool_through_verl(run_dir, monkeypatch):
 
 
 @needs_verl
-@pytest.mark.skipif(real_spectra_dir() is None, reason="the shared real-spectra folder is not found (set SPECO3_REAL_SPECTRA)")
 def test_real_tool_on_a_real_lamost_row(run_dir, monkeypatch):
     monkeypatch.syspath_prepend(str(run_dir))
     from verl.tools.tool_registry import initialize_tools_from_config
