@@ -6,6 +6,7 @@ resuming with other settings or starting over on top of checkpoints is refused. 
 import csv, json
 from pathlib import Path
 import pytest
+from conftest import optional_extra
 
 pytest.importorskip("torch", reason="torch is not installed (pip install 'speco3[train]')")
 pytest.importorskip("trl", reason="trl is not installed (pip install 'speco3[train]')")
@@ -192,6 +193,6 @@ def test_rerunning_a_finished_run_trains_nothing(unbroken, chats):
 
 
 def test_bf16_profiles_need_a_gpu(chats, tmp_path):
-    if torch.cuda.is_available(): pytest.skip("a GPU is present: the paper profile would load the 7B model")
+    if torch.cuda.is_available(): pytest.skip(optional_extra("gpu", "a GPU is present: the paper profile would load the 7B model"))
     with pytest.raises(ValueError, match="no CUDA device"):
         sft_trainer(chats, tmp_path, profile="paper")

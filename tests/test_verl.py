@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from conftest import optional_extra
 import yaml
 from PIL import Image
 
@@ -19,7 +20,7 @@ from speco3.simulate import simulate
 from speco3.tool import TOOL_NAME, TOOL_SCHEMA, SpectralVisualizationTool
 
 HAVE_VERL = importlib.util.find_spec("verl") is not None
-NO_VERL = ("verl is not importable here: it pins transformers<5.11 and lives in its own environment "
+NO_VERL = optional_extra("verl", "verl is not importable here: it pins transformers<5.11 and lives in its own environment "
            "(nbs/15_verl.ipynb shows how to make one); run these tests there")
 needs_verl = pytest.mark.skipif(not HAVE_VERL, reason=NO_VERL)
 SLOPPY, GOOD = "It is a CV. \\boxed{YES}", "<think>Broad Balmer emission.</think><answer>\\boxed{YES}</answer>"
