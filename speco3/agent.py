@@ -4,20 +4,20 @@
 
 # %% ../nbs/09_agent.ipynb #b828b303
 from __future__ import annotations
-import hashlib, json, os, re, time
+import hashlib, json, os, re, shutil, time
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import numpy as np
 from .spectrum import Spectrum, SpectrumError
-from .io import read_spectrum
+from .io import read_spectrum, science_targets
 from .tool import SpectralVisualizationTool, TOOL_NAME
 from .prompts import build_messages, MAX_TOOL_CALLS, TASKS
 from .reward import parse, score
 from .policy import Episode, Policy
 
 # %% auto #0
-__all__ = ['LIMIT_TEXT', 'Sample', 'as_sample', 'Turn', 'Trajectory', 'inspect_batch', 'inspect', 'load_samples', 'run',
-           'read_trajectories']
+__all__ = ['LIMIT_TEXT', 'Sample', 'Target', 'sample_id', 'as_sample', 'Turn', 'Trajectory', 'inspect_batch', 'inspect',
+           'load_samples', 'expand_inputs', 'pick_targets', 'run', 'read_trajectories']
 
 # %% ../nbs/09_agent.ipynb #84962589
 @dataclass
@@ -28,6 +28,14 @@ class Sample:
     spectrum: Spectrum
     truth: str | None = None
 
+@dataclass
+class Target:
+    "One science target of a file that holds several (a DESI coadd): read with `read_spectrum(path, targetid=...)`."
+    path: str
+    targetid: int
+    @property
+    def sample_id(self): return f"{Path(self.path).name}#{self.targetid}"
+
 def _row_get(row, *keys):
     v = row
     for k in keys:
@@ -35,27 +43,35 @@ def _row_get(row, *keys):
         v = v.get(k) if isinstance(v, dict) else (v[k] if k in v else None)
     return v
 
-def as_sample(x, # a Sample, Spectrum, SpecVI-Bench row (dict/Series) or a path read_spectrum understands
+def sample_id(x # a Sample, Target, Spectrum, table row (dict/Series) or path
+             ) -> str:
+    "The id of anything `as_sample` accepts, found without reading a file (so a resumed run skips finished ones cheaply)."
+    if isinstance(x, (Sample, Target)): return x.sample_id
+    if isinstance(x, (str, Path)): return Path(x).name
+    if isinstance(x, Spectrum): return str(x.meta.get("id") or x.meta.get("source") or "spectrum")
+    row = dict(x)   # SpecVI-Bench: extra_info.name; real-spectra table: its id column
+    return str(_row_get(row, "extra_info", "name") or row.get("id") or row.get("name") or f"row{_row_get(row, 'extra_info', 'index')}")
+
+def _spectrum_of(x):
+    "The spectrum of a Target, path, Spectrum or row."
+    if isinstance(x, Target): return read_spectrum(x.path, targetid=x.targetid)
+    return x if isinstance(x, Spectrum) else read_spectrum(x if isinstance(x, (str, Path)) else dict(x))
+
+def as_sample(x, # a Sample, Target, Spectrum, table row (SpecVI-Bench or real-spectra; dict/Series) or a path read_spectrum understands
               task=None, # task key; required unless the row carries one (its data_source)
               truth=None # "YES"/"NO" if known and not in the row
              ) -> Sample:
     "Normalise anything vettable into a `Sample`; a bad input raises SpectrumError/ValueError naming it."
     if isinstance(x, Sample): return x
-    if isinstance(x, (str, Path)):
-        spec, sid = read_spectrum(x), Path(x).name
-    elif isinstance(x, Spectrum):
-        spec = x; sid = str(x.meta.get("id") or x.meta.get("source") or "spectrum")
-    else:  # a table row
-        row = dict(x)
-        spec = read_spectrum(row)
-        task = task or row.get("data_source")
-        truth = truth or _row_get(row, "reward_model", "ground_truth")
-        sid = _row_get(row, "extra_info", "name") or spec.meta.get("id") or f"row{_row_get(row, 'extra_info', 'index')}"
+    sid, spec = sample_id(x), _spectrum_of(x)
+    if not isinstance(x, (Target, str, Path, Spectrum)):  # a table row may carry its task and truth
+        task = task or dict(x).get("data_source")
+        truth = truth or _row_get(dict(x), "reward_model", "ground_truth")
     if task not in TASKS: raise ValueError(f"{sid}: task {task!r} is unknown; choose one of {', '.join(TASKS)}")
     if truth is not None:
         truth = str(truth).strip().upper()
         if truth not in ("YES", "NO"): raise ValueError(f"{sid}: truth must be YES or NO, got {truth!r}")
-    return Sample(str(sid), task, spec, truth)
+    return Sample(sid, task, spec, truth)
 
 # %% ../nbs/09_agent.ipynb #b12155ba
 @dataclass
@@ -265,6 +281,36 @@ def _parquet_rows(path):
     import pyarrow.parquet as pq
     return pq.read_table(path).to_pylist()
 
+def _file_items(path):
+    "Items for one input file: its rows (parquet), one `Target` per science fibre (DESI coadd), else the file itself."
+    p = Path(path)
+    try:
+        if p.is_file() and p.name.lower().endswith((".parquet", ".pq")): return _parquet_rows(p)
+        tids = science_targets(p)
+    except (SpectrumError, ValueError, OSError): return [path]   # unreadable: `run` records why when it reads it
+    return [path] if tids is None else [Target(str(path), t) for t in tids]
+
+def _key(item):
+    "What a target choice matches: a DESI TARGETID or a row's id; None for a file of one spectrum."
+    if isinstance(item, Target): return str(item.targetid)
+    return None if isinstance(item, (str, Path)) else sample_id(item)
+
+def expand_inputs(paths, # spectrum files: FITS, .fits.gz, text or parquet tables
+                  targets=None # keep only these TARGETIDs (DESI coadds) / row ids (tables); files of one spectrum stay
+                 ) -> list:
+    "Items `run` can vet: every science target of a DESI coadd, every row of a table, else the file itself."
+    return pick_targets([it for p in paths for it in _file_items(p)], targets)
+
+def pick_targets(items, # items `as_sample` accepts
+                 targets=None # TARGETIDs / row ids to keep; None keeps all
+                ) -> list:
+    "The items whose TARGETID or row id is in `targets` (files of one spectrum stay); a target not found is an error."
+    if not targets: return list(items)
+    want, have = {str(t) for t in targets}, {_key(i) for i in items} - {None}
+    if missing := sorted(want - have):
+        raise ValueError(f"target(s) {', '.join(missing)} not in the inputs (their targets: {', '.join(sorted(have)[:10]) or 'none'})")
+    return [i for i in items if _key(i) is None or _key(i) in want]
+
 # %% ../nbs/09_agent.ipynb #4aa32222
 def _finished(jsonl):
     "Sample ids already in `jsonl`; a truncated last line (a killed run) is cut off the file."
@@ -279,17 +325,37 @@ def _finished(jsonl):
         with open(jsonl, "r+b") as f: f.truncate(good_bytes)
     return done
 
-def _sample_id(item, task):
-    "The id of an item without rendering anything (so resume can skip it cheaply)."
-    if isinstance(item, Sample): return item.sample_id
-    if isinstance(item, (str, Path)): return Path(item).name
-    if isinstance(item, Spectrum): return str(item.meta.get("id") or item.meta.get("source") or "spectrum")
-    return _row_get(dict(item), "extra_info", "name") or f"row{_row_get(dict(item), 'extra_info', 'index')}"
-
 def _read_error(item, task, policy, e):
-    sid = _sample_id(item, task)
+    sid = sample_id(item)
     return {"sample_id": sid, "task": task, "policy": policy.describe(), "status": "read_error", "prediction": None,
             "format_ok": False, "error": f"{type(e).__name__}: {e}", "turns": [], "n_tool_calls": 0}
+
+# %% ../nbs/09_agent.ipynb #6d563c2b
+_OUTPUTS = ("trajectories.jsonl", "summary.json", "run_config.json", "predictions.csv", "metrics.json", "report.html")
+_RUNTIME = ("device", "batch_size", "max_concurrency", "timeout", "max_retries")  # policy settings that do not change answers
+
+def _run_config(policy, task, kw):
+    "What a run folder is for: task, policy, style, tool budget (and prompt options); resuming needs the same."
+    pol = {k: v for k, v in policy.describe().items() if k not in _RUNTIME}
+    cfg = dict(task=task, policy=pol, style=kw.get("style", "spec-o3"), max_tool_calls=kw.get("max_tool_calls", MAX_TOOL_CALLS),
+               guidelines=kw.get("guidelines", True), zoom=kw.get("zoom", True))
+    return json.loads(json.dumps(cfg, default=str))
+
+def _says(cfg, keys): return ", ".join(f"{k}={json.dumps(cfg.get(k))}" for k in keys)
+
+def _claim(out, config, restart):
+    "Make `out` the folder of a run with `config`; one made for another run is refused, or emptied when `restart`."
+    if restart:
+        for name in _OUTPUTS: (out / name).unlink(missing_ok=True)
+        shutil.rmtree(out / "images", ignore_errors=True)
+    path = out / "run_config.json"
+    old = json.loads(path.read_text()) if path.exists() else None
+    if old is not None and old != config:
+        diff = [k for k in config if old.get(k) != config[k]] or list(config)
+        raise ValueError(f"{out}: this run folder was made for {_says(old, diff)}, not {_says(config, diff)}; "
+                         "use another folder, or restart (--restart) to empty it")
+    out.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(config, indent=1))
 
 # %% ../nbs/09_agent.ipynb #f4a45862
 def run(samples, # items `as_sample` accepts (see `load_samples`)
@@ -298,15 +364,17 @@ def run(samples, # items `as_sample` accepts (see `load_samples`)
         task=None, # task key for items that do not carry one
         batch_size=8, # samples inspected together (one policy call per step for the whole batch)
         progress=True, # show a progress bar
+        restart=False, # empty a run folder made for another run (or this one) and start over
         **kw # passed to `inspect_batch`: max_tool_calls, style, guidelines, zoom, alpha, seed
        ) -> dict:
-    "Vet every sample, appending records to `out_dir/trajectories.jsonl`; resumes a killed run. Returns the summary."
+    "Vet every sample, appending records to `out_dir/trajectories.jsonl`; resumes a killed run of the same settings. Returns the summary."
     from tqdm.auto import tqdm
-    out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
+    out = Path(out_dir)
     jsonl = out / "trajectories.jsonl"
-    ids = [_sample_id(s, task) for s in samples]
+    ids = [sample_id(s) for s in samples]
     dup = {i for i in ids if ids.count(i) > 1} if len(set(ids)) != len(ids) else set()
     if dup: raise ValueError(f"duplicate sample ids {sorted(dup)[:5]}: each sample needs its own id to resume safely")
+    _claim(out, _run_config(policy, task, kw), restart)
     done = _finished(jsonl)
     todo = [s for s, i in zip(samples, ids) if i not in done]
     t0, stats = time.perf_counter(), dict(model_s=0.0, tool_s=0.0, n=0)

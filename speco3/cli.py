@@ -29,20 +29,46 @@ def make_policy(spec:str, # "scripted", "openai:<model>", or a local model folde
     from speco3.hf import HFPolicy
     return HFPolicy(spec, **kw)
 
+def _vet_items(a):
+    "The samples a `vet` command names: a benchmark folder's rows, or every science target / row of the given files."
+    from speco3.agent import load_samples, expand_inputs, pick_targets
+    if len(a.inputs) == 1 and Path(a.inputs[0]).is_dir():
+        items = pick_targets(load_samples(a.inputs[0], task=a.task, split=a.split), a.target)
+    else: items = expand_inputs(a.inputs, targets=a.target)
+    if a.task is None and not all(isinstance(i, dict) and i.get("data_source") for i in items):
+        raise ValueError("--task is required for spectrum files and tables without a data_source column (e.g. --task cv)")
+    return items[:a.limit] if a.limit else items
+
 def _vet(a):
-    from speco3.agent import load_samples, run, read_trajectories
-    if len(a.inputs) == 1 and (Path(a.inputs[0]).is_dir() or a.inputs[0].endswith(".parquet")):
-        samples = load_samples(a.inputs[0], task=a.task, split=a.split)
-    else:
-        missing = [p for p in a.inputs if not Path(p).exists()]
-        if missing: raise FileNotFoundError(f"no such file: {', '.join(missing[:5])}")
-        if a.task is None: raise ValueError("--task is required when vetting spectrum files (e.g. --task cv)")
-        samples = a.inputs
-    if a.limit: samples = samples[:a.limit]
-    summary = run(samples, make_policy(a.policy), a.out, task=a.task, batch_size=a.batch_size, progress=not a.quiet,
-                  style=a.style, max_tool_calls=a.max_tool_calls)
+    from speco3.agent import run, sample_id
+    items = _vet_items(a)
+    run(items, make_policy(a.policy), a.out, task=a.task, batch_size=a.batch_size, progress=not a.quiet,
+        style=a.style, max_tool_calls=a.max_tool_calls, restart=a.restart)
     write_predictions(a.out)
-    print(json.dumps(summary, indent=1))
+    return _closing(a.out, [sample_id(i) for i in items])
+
+def _why(r):
+    "One line: why a record holds no verdict (the input and its reason)."
+    err = str(r.get("error") or "").split(": ", 1)
+    return f"{r['sample_id']}: policy failed ({r.get('error')})" if r["status"] == "policy_error" else err[-1]
+
+def _closing(run_dir, # the run folder
+             ids # the sample ids of this command
+            ) -> int:
+    "List every input that could not be vetted with its reason (stderr), print the counts; 1 when nothing was vetted."
+    from speco3.agent import read_trajectories
+    want = set(ids)
+    recs = [r for r in read_trajectories(run_dir) if r["sample_id"] in want]
+    failed = [r for r in recs if r["status"] in ("read_error", "policy_error")]
+    for r in failed: print(f"speco3 vet: {'unreadable' if r['status'] == 'read_error' else 'not vetted'}: {_why(r)}", file=sys.stderr)
+    vetted = [r for r in recs if r["status"] not in ("read_error", "policy_error")]
+    yes, no = (sum(r.get("prediction") == v for r in vetted) for v in ("YES", "NO"))
+    unreadable = sum(r["status"] == "read_error" for r in failed)
+    print(f"vetted {len(vetted)} of {len(ids)}: {yes} YES, {no} NO, {len(vetted) - yes - no} without a verdict; "
+          f"{unreadable} unreadable" + (f", {len(failed) - unreadable} policy errors" if len(failed) > unreadable else "") + f" ({run_dir})")
+    if vetted: return 0
+    print("speco3 vet: nothing could be vetted", file=sys.stderr)
+    return 1
 
 def write_predictions(run_dir # a `speco3 vet` run folder
                      ) -> dict | None:
@@ -83,6 +109,7 @@ def _view(a):
     print(write_report(a.run_dir, a.out, a.max_samples))
 
 def _parser():
+    from speco3.prompts import TASKS
     p = argparse.ArgumentParser(prog="speco3", description="Spec-o3 companion: benchmark, vetting and training tools.")
     sub = p.add_subparsers(dest="command", required=True)
     bench = sub.add_parser("bench", help="SpecVI-Sim benchmark").add_subparsers(dest="action", required=True)
@@ -96,10 +123,13 @@ def _parser():
 
     v = sub.add_parser("vet", help="vet spectra (files, a SpecVI-Bench folder or parquet file) with a policy")
     v.add_argument("inputs", nargs="+", help="spectrum files, or one benchmark folder / parquet file")
-    v.add_argument("--task", help="task key (cv, carbon, gm, ss, wd, ostar, bstar, astar, qso); benchmark rows carry their own")
+    v.add_argument("--task", choices=list(TASKS), help="task key; benchmark rows carry their own")
     v.add_argument("--split", help="for a benchmark folder: train or test")
     v.add_argument("--policy", default="scripted", help="scripted | openai:<model> | <model folder or hub id> (default: scripted)")
-    v.add_argument("--out", required=True, help="run folder (resumes if it exists)")
+    v.add_argument("--out", required=True, help="run folder (resumes a run with the same settings if it exists)")
+    v.add_argument("--restart", action="store_true", help="empty --out and start over (needed to reuse it with other settings)")
+    v.add_argument("--target", action="append", metavar="ID",
+                   help="vet only this DESI TARGETID or table row id (repeatable); default: every science target")
     v.add_argument("--style", default="spec-o3", choices=["spec-o3", "fast"], help="renderer style of the images")
     v.add_argument("--batch-size", type=int, default=8); v.add_argument("--max-tool-calls", type=int, default=8)
     v.add_argument("--limit", type=int, help="vet only the first N samples"); v.add_argument("--quiet", action="store_true")
@@ -144,10 +174,11 @@ USER_ERRORS = (ValueError, FileNotFoundError, FileExistsError, PermissionError, 
 def main(argv=None # arguments (default: sys.argv[1:])
         ) -> int:
     "Entry point of the `speco3` command; returns the exit status."
-    args = _parser().parse_args(argv)
-    try: args.run(args)
+    try: args = _parser().parse_args(argv)
+    except SystemExit as e: return e.code if isinstance(e.code, int) else 1   # argparse said why on stderr
+    try: code = args.run(args)
     except KeyboardInterrupt:
         print("speco3: interrupted", file=sys.stderr); return 130
     except USER_ERRORS as e:
         print(f"speco3 {args.command}: {e}", file=sys.stderr); return 1
-    return 0
+    return code or 0

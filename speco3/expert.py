@@ -190,6 +190,7 @@ def measurements(spectrum:Spectrum # the spectrum (observed frame, with its reds
     "Every number the scripted expert reads, measured in the rest frame (NaN where the data do not reach)."
     w, f = _rest(spectrum)
     m = dict(z=float(spectrum.redshift), lo=float(w[0]) if len(w) else np.nan, hi=float(w[-1]) if len(w) else np.nan)
+    m["z_known"] = bool(spectrum.meta.get("redshift_known", True))   # False: the file gave no redshift (z = 0 is a stand-in)
     nz = _noise(w, f, 4000, 5500)
     m["snr"] = 1 / nz if nz > 0 else np.nan
     m["color"] = _ratio(w, f, (4400, 4600), (7400, 7600))        # F(4500)/F(7500): blue > 1 > red
@@ -332,6 +333,7 @@ def fmt(key, # a measurement key
     "How the expert writes a measured value (the tests compare the numbers it cites with this)."
     if value is None or not np.isfinite(value): return "n/a"
     if key.endswith(("_fwhm", "_sep")): return f"{10 * round(value / 10):.0f}"
+    if key == "snr" and 0 < abs(value) < 0.5: return f"{value:.1g}"   # a faint spectrum's S/N is not "0"
     d = _DEC.get(key, 1 if key.endswith(("_ew", "_abs", "_width", "_wing", "_abs_err")) else 0 if key.endswith("_sig") else 2)
     s = f"{value:.{d}f}"
     return s.lstrip("-") if float(s) == 0 else s
@@ -679,6 +681,9 @@ def _rules_qso(m):
     "Quasar: two or more broad emission lines at the catalogue redshift."
     W = lambda n: _win("qso", n)
     ev, broad, seen = [], [], 0
+    if not m.get("z_known", True):
+        ev.append(Evidence("No redshift is given, so the quasar lines cannot be placed.", None, ()))
+        return Decision("NO", "qso: no redshift", "without a redshift no quasar line can be identified", ev)
     if m["z"] <= _L["z_extragalactic"]:
         ev.append(Evidence(f"The catalogue redshift z = {fmt('z', m['z'])} is Galactic.", None, ("z",)))
         return Decision("NO", "qso: z ≈ 0", "a quasar cannot sit at z ≈ 0", ev)
@@ -741,8 +746,10 @@ def _overview(m, ends=()):
     c = m["color"]
     lo, hi = ends or (m["lo"], m["hi"])
     shape = ("not measurable" if not _ok(c) else "very red" if c < 0.2 else "red" if c < 0.7 else "flat" if c < 1.5 else "blue")
-    return (f"Overview: the continuum is {shape} (F4500/F7500 = {fmt('color', c)}), S/N about {fmt('snr', m['snr'])} per pixel, "
-            f"catalogue redshift z = {fmt('z', m['z'])}; the data cover {lo:.0f}–{hi:.0f} Å in the rest frame.")
+    snr = f"S/N about {fmt('snr', m['snr'])} per pixel" if _ok(m["snr"]) else "no noise estimate"
+    z = f"catalogue redshift z = {fmt('z', m['z'])}" if m.get("z_known", True) else "no redshift given (the plots are at z = 0)"
+    return (f"Overview: the continuum is {shape} (F4500/F7500 = {fmt('color', c)}), {snr}, {z}; "
+            f"the data cover {lo:.0f}–{hi:.0f} Å in the rest frame.")
 
 def _last_tool_error(ep):
     "The text of the last tool answer when it was an error, else None."

@@ -15,8 +15,8 @@ from .spectrum import Spectrum, SpectrumError
 _all_ = ["Spectrum", "SpectrumError"]
 
 # %% auto #0
-__all__ = ['real_spectra_dir', 'read_spectrum', 'read_spectra', 'write_fits', 'write_parquet', 'to_specvi_row', 'Spectrum',
-           'SpectrumError']
+__all__ = ['real_spectra_dir', 'read_spectrum', 'read_spectra', 'science_targets', 'write_fits', 'write_parquet', 'to_specvi_row',
+           'Spectrum', 'SpectrumError']
 
 # %% ../nbs/01_io.ipynb #f8098717
 def _has_collection(p:Path) -> bool: return (p / "spectra.parquet").is_file()
@@ -425,6 +425,17 @@ def read_spectra(source, # path to any file `read_spectrum` reads
     except (OSError, EOFError, KeyError, IndexError, TypeError, ValueError, AttributeError, zlib.error) as e:
         raise SpectrumError(f"{source}: could not read ({type(e).__name__}: {_oneline(e)})") from e
     return [read_spectrum(source)]
+
+# %% ../nbs/01_io.ipynb #ccd84757
+def science_targets(source, # path to any file `read_spectrum` reads
+                   ) -> list[int] | None:
+    "TARGETIDs of the science fibres of a DESI coadd (sky fibres skipped); None for a file holding one spectrum."
+    path = _existing(source)
+    if _file_kind(path) != "fits": return None
+    h = _open_fits(path)
+    if _fits_layout(h, path) != "desi-coadd": return None
+    fm = h["FIBERMAP"].data
+    return [int(t) for t in np.asarray(fm["TARGETID"])[_desi_science(fm)]]
 
 # %% ../nbs/01_io.ipynb #c2b3e044
 _SNR_BAND = {"LAMOST_LRS": "g", "SDSS": "all"}

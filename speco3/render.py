@@ -85,6 +85,11 @@ MAX_TITLE = 48  # characters; longer titles are cut (48 of ordinary text fit the
 
 def _fmt_range(a, b): return f"{a:.4g} to {b:.4g}"
 
+def _unmasked(f, mask):
+    "Flux with masked pixels set to NaN (gaps in the line); `f` itself when no pixel is masked."
+    if mask is None or np.shape(mask) != f.shape or not np.any(mask): return f
+    return np.where(np.asarray(mask, bool), np.nan, f)
+
 def _prepare(spectrum, window=None, title=None):
     "Points, limits, title, info text and corner of one picture; SpectrumError for an unusable window."
     meta = getattr(spectrum, "meta", None)
@@ -92,6 +97,7 @@ def _prepare(spectrum, window=None, title=None):
     w, f = np.asarray(spectrum.wavelength, float), np.asarray(spectrum.flux, float)
     if w.ndim != 1 or w.shape != f.shape or len(w) == 0:
         raise SpectrumError(f"{source}: wavelength and flux must be 1-D arrays of one length, got {w.shape} and {f.shape}")
+    f = _unmasked(f, getattr(spectrum, "mask", None))
     if window is None: lo, hi = float(w[0]), float(w[-1])
     else:
         lo, hi = _check_window(window, source)
@@ -382,7 +388,7 @@ def render(spectrum, # a Spectrum; wavelength vs flux as given (pass a rest-fram
            style="spec-o3", # "spec-o3" or "fast" (see STYLES)
            title=None # title; default "Spectrum" (full view) or "Spectrum λ lo–hi Å"
           ) -> Image.Image:
-    "Render `spectrum` (or a window of it) as an RGB image in `style`. Non-finite flux values are gaps."
+    "Render `spectrum` (or a window of it) as an RGB image in `style`. Masked pixels and non-finite flux are gaps."
     if style not in STYLES: raise SpectrumError(f"render: unknown style {style!r}; choose one of {sorted(STYLES)}")
     p = _prepare(spectrum, window, title)
     return _render_spec_o3(p) if style == "spec-o3" else _render_fast(p)

@@ -245,8 +245,9 @@ class SpectralVisualizationTool:
         return f"which cover {_fmt(lo)}-{_fmt(hi)} Å in the rest frame (z = {self.spectrum.redshift:g})"
 
     def _count(self, a, b):
+        "Usable pixels (finite, not masked: what the plot draws) in [a, b]."
         w = self.rest.wavelength
-        return int(self._finite[(w >= a) & (w <= b)].sum())
+        return int(self.rest.good[(w >= a) & (w <= b)].sum())
 
     def _few_points_msg(self, a, b, n):
         "Say how many points the window has and suggest one about 20 pixels wide around its centre."

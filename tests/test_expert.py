@@ -181,3 +181,13 @@ def test_cites_only_zoomed_wavelengths(guided):
             bad = check_draft(_qc_record(t, s)).get("wavelengths")
             assert bad is None, (s.sample_id, guided, budget, bad, t.text)
     assert n_cited > 100   # the check is not vacuous: the trajectories do cite wavelengths
+
+
+def test_overview_says_what_is_unknown():
+    "No redshift in the file, no measurable noise: the overview says so instead of citing z = 0 or S/N 0."
+    from speco3.expert import _overview
+    text = _overview(dict(color=1.0, snr=float("nan"), z=0.0, z_known=False, lo=3600.0, hi=9800.0))
+    assert "no noise estimate" in text and "no redshift given" in text
+    assert "z = 0.0000" not in text and "S/N" not in text
+    known = _overview(dict(color=1.0, snr=0.3, z=0.0123, z_known=True, lo=3600.0, hi=9800.0))
+    assert "S/N about 0.3 per pixel" in known and "catalogue redshift z = 0.0123" in known

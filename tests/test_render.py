@@ -191,10 +191,17 @@ def test_nonfinite_flux_is_a_gap():
         assert line[:, int(x0):int(x1)].sum() == 0 and line.sum() > 100
 
 
-def test_masked_but_finite_pixels_are_drawn():
+@pytest.mark.parametrize("style", list(STYLES))
+@pytest.mark.parametrize("window", [None, (6480, 6650)])
+def test_masked_pixels_are_gaps(style, window):
+    "A masked pixel is drawn exactly as a NaN one (a break in the line), whatever its flux; an empty mask changes nothing."
     s = synthetic()
-    m = s.replace(mask=(s.wavelength > 6540) & (s.wavelength < 6590))
-    assert same(render(m, (6480, 6650)), render(s, (6480, 6650)))
+    bad = (s.wavelength > 6540) & (s.wavelength < 6590)
+    masked = s.replace(flux=np.where(bad, 0.0, s.flux), mask=bad)
+    holed = s.replace(flux=np.where(bad, np.nan, s.flux))
+    assert same(render(masked, window, style=style), render(holed, window, style=style))
+    assert not same(render(masked, window, style=style), render(s, window, style=style))
+    assert same(render(s.replace(mask=np.zeros(len(s), bool)), window, style=style), render(s, window, style=style))
 
 
 @pytest.mark.parametrize("window,match", [((6650, 6480), "lo < hi"), ((6500, 6500), "lo < hi"),
