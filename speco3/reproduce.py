@@ -4,15 +4,16 @@
 
 # %% ../nbs/90_reproduce.ipynb #d1bed91c
 from __future__ import annotations
-import json, platform, subprocess, sys, time
+import json, os, platform, subprocess, sys, time
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['PROFILES', 'PAPER_TASKS', 'check_profile', 'output_dirs', 'git_commit', 'environment', 'write_run_record',
-           'predictions_path', 'save_predictions', 'read_predictions', 'main_table_from', 'benchmark_dir', 'relative',
-           'vet_model', 'load_predictions', 'behaviour_table']
+__all__ = ['PROFILES', 'PAPER_TASKS', 'check_profile', 'output_dirs', 'git_commit', 'environment', 'machine', 'write_run_record',
+           'work_parts', 'predictions_path', 'save_predictions', 'read_predictions', 'main_table_from', 'benchmark_dir',
+           'relative', 'vet_model', 'load_predictions', 'behaviour_table', 'folder_bytes', 'write_reproduce_summary',
+           'keep_notebook', 'scrub_paths']
 
 # %% ../nbs/90_reproduce.ipynb #2e82fe7d
 PROFILES = ("smoke", "cpu", "gpu", "paper")
@@ -58,18 +59,83 @@ def environment() -> dict:
         except metadata.PackageNotFoundError: pass
     return {"python": sys.version.split()[0], "platform": platform.platform(), "packages": pkgs}
 
+def machine() -> dict:
+    "The machine a run uses: its CPU count and the GPU torch sees (None without one, or without torch)."
+    gpu = None
+    try:
+        import torch
+        if torch.cuda.is_available(): gpu = torch.cuda.get_device_name(0)
+    except ImportError: pass
+    return {"cpu_count": os.cpu_count(), "gpu": gpu}
+
+def _utc(t=None): return datetime.fromtimestamp(time.time() if t is None else t, timezone.utc).isoformat(timespec="seconds")
+
 def write_run_record(results_dir, # the notebook's results folder
                      params:dict, # the notebook's parameters (profile, seed, sizes, ...)
-                     started:float # time.time() at the start of the run
+                     started:float, # time.time() at the start of the run
+                     parts:list|None=None # the work this result stands on, earlier runs' included (`work_parts`)
                     ) -> dict:
-    "Write `run.json` (parameters, the commit the run started from, environment, wall time, UTC timestamp) and return it."
-    end = git_commit()
+    "Write `run.json` (parameters, commits, machine, environment, wall time, the parts of the work, earlier runs) and return it."
+    end, path, parts = git_commit(), Path(results_dir, "run.json"), list(parts or [])
     start = _START_COMMIT or end
+    wall = round(time.time() - started, 2)
+    earlier = [p["wall_s"] for p in parts if not p.get("this_run")]  # work a resumed run found done
     rec = {"params": params, "profile": params.get("profile"), "seed": params.get("seed"),
-           "git_commit": start, **({"git_commit_at_end": end} if end != start else {}), "wall_s": round(time.time() - started, 2),
-           "finished_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"), "environment": environment()}
-    Path(results_dir, "run.json").write_text(json.dumps(rec, indent=1, default=str))
+           "git_commit": start, **({"git_commit_at_end": end} if end != start else {}), "wall_s": wall,
+           "compute_s": round(wall + sum(w or 0 for w in earlier), 2), "compute_complete": None not in earlier,
+           "finished_utc": _utc(), "machine": machine(), "parts": parts, "environment": environment()}
+    rec["history"] = _history(path)
+    path.write_text(json.dumps(rec, indent=1, default=str))
     return rec
+
+def _history(path):
+    "The records of the earlier runs in a `run.json` (oldest first): kept, never overwritten."
+    try: old = json.loads(Path(path).read_text())
+    except (OSError, ValueError): return []
+    if not isinstance(old, dict): return []
+    return old.get("history", []) + [{k: v for k, v in old.items() if k != "history"}]
+
+# %% ../nbs/90_reproduce.ipynb #1470b441
+def _sessions(d:Path):
+    "The sessions of work a run folder reports (oldest first), and the file whose time says when the last one ended."
+    if (d / "metrics.json").exists():  # a speco3.sft or speco3.grpo run: its last session's metrics
+        m = json.loads((d / "metrics.json").read_text())
+        keep = ("wall_s", "train_runtime_s", "global_step", "resumed_from")
+        return [{k: m.get(k) for k in keep}], d / "metrics.json"
+    if (d / "summary.json").exists():  # a speco3.agent.run folder: one pass per call that vetted something
+        s = json.loads((d / "summary.json").read_text())
+        passes = s.get("passes", [s] if s.get("n_run") else [])  # a summary from before passes were listed: its one pass
+        return [{"wall_s": p.get("wall_s"), "n_run": p.get("n_run")} for p in passes], d / "trajectories.jsonl"
+    if (d / "trajectories.jsonl").exists(): return None, d / "trajectories.jsonl"  # e.g. speco3.coldstart.draft: no timings saved
+    files = [f for f in d.rglob("*") if f.is_file() and f.name != "work.json"] if d.is_dir() else []
+    if not files: raise FileNotFoundError(f"{d}: no run folder here (nothing to read the work from)")
+    return None, max(files, key=lambda f: f.stat().st_mtime)  # another folder: the notebook says what this run took
+
+def work_parts(run_dir, # a training run, a vetting run, or another folder of resumable work
+               what:str, # what the work was, e.g. "SFT training (runs/sft-cpu)"
+               started:float, # time.time() at the start of the notebook run
+               wall_s:float|None=None # this run's seconds on it, for a folder that saves no timings
+              ) -> list[dict]:
+    "One part per session of work in `run_dir`: what, wall_s, commit, finished_utc, machine; sessions are stamped in `run_dir/work.json`."
+    d = Path(run_dir)
+    ledger = d / "work.json"
+    stamps = json.loads(ledger.read_text()) if ledger.exists() else []
+    sessions, marker = _sessions(d)
+    if sessions and len(stamps) == len(sessions) and any(stamps[-1].get(k) != v for k, v in sessions[-1].items()):
+        stamps = stamps[:-1]  # the folder's last session was redone (trained again): stamp it anew
+    t = marker.stat().st_mtime if marker.exists() else None
+    now = t is not None and t >= started
+    if sessions is None:  # a folder without timings: a new session when its files changed since the last stamp
+        new = t is not None and (not stamps or stamps[-1]["finished_utc"] < _utc(t))
+        sessions = [{k: s.get(k) for k in ("wall_s",)} for s in stamps] + ([{"wall_s": wall_s if now else None}] if new else [])
+    for i, s in enumerate(sessions[len(stamps):], len(stamps)):
+        here = now and i == len(sessions) - 1
+        stamps.append({**s, "commit": (_START_COMMIT or git_commit()) if here else None,
+                       "finished_utc": _utc(t) if i == len(sessions) - 1 and t is not None else None,
+                       **(machine() if here else {"cpu_count": None, "gpu": None})})
+    if stamps: ledger.write_text(json.dumps(stamps, indent=1))
+    start = _utc(started)
+    return [{"what": what, **s, "this_run": bool(s["finished_utc"] and s["finished_utc"] >= start)} for s in stamps]
 
 # %% ../nbs/90_reproduce.ipynb #23cd08a6
 import re as _re
@@ -204,3 +270,41 @@ def behaviour_table(records:dict, # row name -> trajectory records (or saved pre
                          guideline_windows_visited=100 * tl.get("guideline_visit_rate", np.nan),
                          yes_rate=100 * (said == "YES").mean() if len(said) else np.nan, macro_acc=100 * s["macro_acc"], macro_f1=100 * s["macro_f1"]))
     return pd.DataFrame(rows).set_index("policy").round(1), evals
+
+# %% ../nbs/90_reproduce.ipynb #4d3a1289
+def folder_bytes(path # a file or folder
+                ) -> int:
+    "Bytes of the files under `path` (0 when it is missing); links are not followed."
+    p = Path(path)
+    if p.is_file() and not p.is_symlink(): return p.stat().st_size
+    return sum(f.stat().st_size for f in p.rglob("*") if f.is_file() and not f.is_symlink()) if p.is_dir() else 0
+
+def write_reproduce_summary(path, # the JSON file written, e.g. results/reproduce.json
+                            seconds:dict, # notebook name -> wall seconds
+                            out_dir, # the run's output folder (results/, figures/, data/, runs/ under it)
+                            profile:str # the profile the notebooks ran at
+                           ) -> dict:
+    "Write the wall time per notebook and in all, and the disk used by results/, figures/, data/ and runs/; return it."
+    rec = {"profile": profile, "git_commit": git_commit(), "finished_utc": _utc(), "machine": machine(),
+           "wall_s": {k: round(float(v), 1) for k, v in seconds.items()}, "total_wall_s": round(sum(map(float, seconds.values())), 1),
+           "disk_bytes": {d: folder_bytes(Path(out_dir) / d) for d in ("results", "figures", "data", "runs")}}
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(rec, indent=1))
+    return rec
+
+def keep_notebook(src, # an executed notebook
+                  dst, # where it is kept, e.g. results/notebooks/04_sft.ipynb
+                  root="." # the repository: its path becomes "<repo>"
+                 ) -> Path:
+    "Copy `src` to `dst` with the paths of this machine replaced by placeholders (`scrub_paths`)."
+    Path(dst).parent.mkdir(parents=True, exist_ok=True)
+    Path(dst).write_text(scrub_paths(Path(src).read_text(), root))
+    return Path(dst)
+
+def scrub_paths(text:str, # e.g. a notebook's JSON with its outputs
+                root="." # the repository: its path becomes "<repo>"
+               ) -> str:
+    "`text` with the repository's path, the Python prefix and the home folder replaced by `<repo>`, `<python>` and `~`."
+    for p, name in ((Path(root).resolve(), "<repo>"), (Path(sys.prefix), "<python>"), (Path(sys.base_prefix), "<python>"), (Path.home(), "~")):
+        if len(str(p)) > 1: text = text.replace(str(p), name)
+    return text

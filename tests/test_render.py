@@ -5,7 +5,7 @@ nbs/02_render.ipynb shows the API; these are the exhaustive checks.
 Golden images: tests/golden/render_golden.json holds, per style version and case, the image size and the
 sha256 of its raw RGB bytes (PNGs beside it are for humans). After an intentional change of a look, bump
 the style's version in STYLES and run `python tests/golden/regen_render.py`."""
-import hashlib, json, tempfile
+import hashlib, json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 import numpy as np
@@ -62,14 +62,14 @@ def golden():
 
 @pytest.mark.parametrize("style", list(STYLES))
 @pytest.mark.parametrize("case", list(GOLDEN_WINDOWS))
-def test_golden(golden, style, case):
+def test_golden(golden, style, case, tmp_path):
     version = STYLES[style]
     assert version in golden["images"], (f"no golden images for {version}: after a deliberate change of the look, "
                                          "run `python tests/golden/regen_render.py`")
     want = golden["images"][version][case]
     im = render(synthetic(), GOLDEN_WINDOWS[case], style=style)
     if list(im.size) != want["size"] or digest(im) != want["sha256"]:
-        out = Path(tempfile.mkdtemp(prefix="speco3-golden-")) / f"{version.replace('/', '-')}_{case}.png"
+        out = tmp_path / f"{version.replace('/', '-')}_{case}.png"  # kept after a failure (pyproject: tmp_path_retention_policy)
         im.save(out)
         pytest.fail(f"{version} {case}: pixels changed (new image: {out}; golden PNG in {GOLDEN}). If the change is "
                     f"intended, bump the version in STYLES and run `python tests/golden/regen_render.py`.")

@@ -1,5 +1,4 @@
 """The HTML report of a run opens and renders in a real browser (headless Chromium, Debian's `chromium` package)."""
-import os, shutil, subprocess
 from pathlib import Path
 import numpy as np
 import pytest
@@ -8,15 +7,7 @@ from speco3.spectrum import Spectrum
 from speco3.agent import run, Sample
 from speco3.policy import ReplayPolicy
 from speco3.view import write_report
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--hide-scrollbars"]
-
-def _need_chromium():
-    if CHROMIUM: return
-    if os.environ.get("SPECO3_REQUIRE_CHROMIUM"): pytest.fail("SPECO3_REQUIRE_CHROMIUM is set but no chromium is installed")
-    pytest.skip("headless Chromium not installed (Debian: apt-get install chromium); .ci/run installs it")
+from browser import need_chromium as _need_chromium, chromium as _chromium
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
@@ -27,10 +18,6 @@ def report(tmp_path_factory):
               '<think>Broad Hα.</think>\n<answer>\\boxed{YES}</answer>']
     run([Sample(f"cv-{i}", "cv", toy, "YES") for i in range(3)], ReplayPolicy(script), d, progress=False)
     return write_report(d)
-
-def _chromium(tmp_path, *args):
-    profile = tmp_path / "profile"
-    return subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True, text=True, timeout=120)
 
 def test_report_dom_in_chromium(report, tmp_path):
     _need_chromium()
