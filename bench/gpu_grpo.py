@@ -19,9 +19,6 @@ Without a GPU it stops at once with a message; `--tiny` swaps in the tiny config
 """
 import argparse, platform, statistics, sys, tempfile, time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch
 
 WINDOWS = [(6480, 6650, "H-alpha"), (4800, 4920, "H-beta"), (4400, 4720, "He I 4471, He II 4686"), (5820, 5920, "He I 5876"),
@@ -31,7 +28,7 @@ WINDOWS = [(6480, 6650, "H-alpha"), (4800, 4920, "H-beta"), (4400, 4720, "He I 4
 def forced_generate(model, tokenizer, calls):
     "Wrap `model.generate` so turn k of every rollout is forced: a zoom while k < calls, then YES (even rows) or NO."
     from transformers import LogitsProcessorList
-    from speco3.hf import _Force
+    from speco3.hf import ForceTokens
     response = tokenizer.convert_tokens_to_ids("<tool_response>")
     def turn(k, r):
         if k < calls:
@@ -44,7 +41,7 @@ def forced_generate(model, tokenizer, calls):
     generate = model.generate
     def forced(*args, input_ids=None, **kw):
         forced_ids = [turn(int((row == response).sum()), r) for r, row in enumerate(input_ids)]
-        return generate(*args, input_ids=input_ids, logits_processor=LogitsProcessorList([_Force(forced_ids, input_ids.shape[1])]), **kw)
+        return generate(*args, input_ids=input_ids, logits_processor=LogitsProcessorList([ForceTokens(forced_ids, input_ids.shape[1])]), **kw)
     model.generate = forced
 
 

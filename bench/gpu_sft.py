@@ -18,9 +18,6 @@ Without a GPU it stops at once with a message; `--tiny` swaps in the tiny config
 """
 import argparse, platform, statistics, sys, tempfile, time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch
 
 

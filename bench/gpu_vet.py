@@ -16,8 +16,6 @@ Without a GPU it stops at once with a message; `--tiny` swaps in the tiny config
 """
 import argparse, platform, sys, tempfile, time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch
 
 QWEN25_VL_3B = dict(  # Qwen2.5-VL-3B-Instruct's published config.json (architecture only)

@@ -10,10 +10,8 @@ thus costs three model steps and two tool calls, as a short real trajectory does
 and the tool's share per spectrum (with batching, a step's model time is split evenly over its episodes). The
 figures say where the time goes in the loop on a CPU; bench/gpu_vet.py measures a 3B-shaped model on a GPU.
 """
-import argparse, platform, sys, tempfile, time
+import argparse, platform, tempfile, time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch, transformers
 from speco3.agent import run, read_trajectories
 from speco3.hf import HFPolicy

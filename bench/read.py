@@ -6,10 +6,7 @@ Reads every raw survey file of the real-spectra collection (`data/real-spectra`,
 once untimed (disk cache), then `runs` times each, and prints the median per file and per survey (a DESI coadd
 counts as one read of all its usable fibres).
 """
-import argparse, platform, statistics, sys, time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import argparse, platform, statistics, time
 import warnings
 from speco3.io import read_spectrum, read_spectra, real_spectra_dir
 warnings.simplefilter("ignore")  # read_spectra reports the fibres it skips; not timing news

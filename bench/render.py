@@ -7,11 +7,8 @@ A 3909-pixel spectrum on the LAMOST grid, the full view and four zooms. Each rep
 use; the first call of each style (figure and font set-up) is timed apart and left out of the medians.
 Also prints the largest pixel difference between style spec-o3 and `render_reference` over all images.
 """
-import argparse, platform, sys, time
-from pathlib import Path
+import argparse, platform, time
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import matplotlib, PIL
 from speco3.render import STYLES, render, render_reference
 from speco3.spectrum import Spectrum, lamost_wavelength

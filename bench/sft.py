@@ -9,10 +9,8 @@ fine-tuning, vision frozen, assistant-only loss, AdamW, cosine) for `steps` opti
 `train_runtime` (the steps themselves: collation and image processing included, model building and saving not).
 Prints each run and the median, and what the median implies for the `cpu` profile on 1000 conversations.
 """
-import argparse, platform, statistics, sys, tempfile, time
+import argparse, platform, statistics, tempfile, time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch, transformers, trl
 from speco3.sft import PROFILES, demo_conversations, train_sft
 

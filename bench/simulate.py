@@ -8,11 +8,8 @@ set-up and caches). BLAS/FFT threads are pinned to one so the figure is per core
 """
 import os
 for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"): os.environ.setdefault(var, "1")
-import argparse, platform, sys, time
-from pathlib import Path
+import argparse, platform, time
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from speco3.simulate import KINDS, simulate
 
 

@@ -5,7 +5,7 @@
 # %% ../nbs/14_grpo.ipynb #a37ede6d
 from __future__ import annotations
 import json, os, time, warnings
-from dataclasses import dataclass, asdict, fields, replace
+from dataclasses import dataclass, asdict, fields
 from functools import partial
 from pathlib import Path
 import numpy as np
@@ -16,15 +16,16 @@ from .tool import SpectralVisualizationTool, TOOL_NAME, TOOL_SCHEMA, MAX_LABEL
 from .render import FAST_SIZE
 from .reward import score
 from .agent import LIMIT_TEXT
-from .hf import load_processor, _load
-from .tiny import build_tiny, image_tokens
-from .sft import freeze_vision, _SFTTrainer, _check_resume, _finished, write_curve
+from .hf import load_model, model_name
+from .tiny import image_tokens
+from .runs import ResumeFullWeights, base_model, check_resume, finished_run, freeze_vision
+from .runs import last_checkpoint, print_settings, settle_profile, write_curve
+from . import runs
 
 try:
     import torch
     from datasets import Dataset
-    from transformers import AutoModelForImageTextToText, PreTrainedModel, PrinterCallback, set_seed
-    from transformers.trainer_utils import get_last_checkpoint
+    from transformers import PreTrainedModel, PrinterCallback, set_seed
     from trl import GRPOConfig, GRPOTrainer
 except ImportError as e:  # the model side is the `train` extra, not the core
     raise ImportError(f"speco3.grpo needs torch, transformers, trl and datasets ({e}); install them with: pip install 'speco3[train]'") from e
@@ -312,15 +313,8 @@ _FIXED = ("output_dir", "seed", "data_seed", "per_device_train_batch_size", "gra
 def settle(profile="cpu", # a key of PROFILES or a GRPOProfile
            **overrides) -> tuple: # profile fields or other GRPOConfig arguments
     "(the profile with overrides applied, the extra GRPOConfig arguments)."
-    if isinstance(profile, str):
-        if profile not in PROFILES: raise ValueError(f"profile {profile!r} is unknown; choose one of {', '.join(PROFILES)}")
-        profile = PROFILES[profile]
-    fixed = sorted(k for k in overrides if k in _FIXED)
-    if fixed: raise ValueError(f"{fixed} follow from the profile's questions, rollouts and micro-batch (or seed=); change those fields instead")
-    theirs = {f.name for f in fields(GRPOConfig)}
-    bad = sorted(k for k in overrides if k not in _OURS and k not in theirs)
-    if bad: raise ValueError(f"unknown GRPO settings {bad}: use GRPOProfile fields or GRPOConfig arguments")
-    return replace(profile, **{k: v for k, v in overrides.items() if k in _OURS}), {k: v for k, v in overrides.items() if k not in _OURS}
+    return settle_profile(profile, PROFILES, GRPOConfig, overrides, _FIXED, kind="GRPO",
+                          why="follow from the profile's questions, rollouts and micro-batch (or seed=); change those fields instead")
 
 def batch_plan(prof, # a GRPOProfile
                world_size=1) -> dict: # processes (GPUs)
@@ -352,13 +346,11 @@ def grpo_args(prof, # a GRPOProfile
 
 def profile_table(profiles=None): # a dict of GRPOProfile; None: PROFILES
     "The profiles side by side, one row per setting (a pandas DataFrame)."
-    import pandas as pd
-    return pd.DataFrame({k: {f: str(v) for f, v in asdict(p).items() if f != "name"} for k, p in (profiles or PROFILES).items()})
+    return runs.profile_table(profiles or PROFILES)
 
 # %% ../nbs/14_grpo.ipynb #1c6f64ea
-class _GRPOTrainer(GRPOTrainer):
-    "TRL's GRPOTrainer with two fixes: resuming full weights (speco3.sft's, transformers#43701) and the prompt images as tensors."
-    _load_from_checkpoint = _SFTTrainer._load_from_checkpoint  # its LoRA branch calls super() of _SFTTrainer: GRPO here trains full models
+class _GRPOTrainer(ResumeFullWeights, GRPOTrainer):
+    "TRL's GRPOTrainer with two fixes: resuming full weights (speco3.runs, transformers#43701) and the prompt images as tensors."
 
     def _tokenize_prompts(self, prompts):
         """TRL's, with `pixel_values` and `image_grid_thw` stacked into tensors. Why: with environments TRL 1.16 tokenizes the
@@ -385,9 +377,7 @@ def _start(prof, init, out, seed):
         p = Path(init)
         return str(p / "model") if (p / "model" / "config.json").exists() else str(init)  # an SFT run folder, or a model
     if prof.needs_init: raise ValueError(f"profile {prof.name!r} starts from an SFT checkpoint: pass init=<the SFT run folder or its model/>")
-    if prof.model: return prof.model
-    if not (out / "base" / "model.safetensors").exists(): build_tiny(out / "base", size=prof.tiny_size, seed=seed)
-    return str(out / "base")
+    return base_model(prof, out, seed)
 
 def grpo_trainer(data, # a SpecVI-Bench folder/parquet/rows, or a Dataset made by grpo_dataset
                  out_dir, # run folder: checkpoints/, model/, config.json, rewards.csv, figures/
@@ -406,12 +396,11 @@ def grpo_trainer(data, # a SpecVI-Bench folder/parquet/rows, or a Dataset made b
     set_seed(seed)
     if isinstance(init, PreTrainedModel):
         if processor is None: raise ValueError("grpo_trainer: a loaded model needs its processor (processor=...)")
-        model, source = init, str(getattr(init, "name_or_path", "") or type(init).__name__)
+        model, source = init, model_name(init)
         init = source
     else:
         source = _start(prof, init, out, seed)
-        processor = processor or _load(load_processor, source)
-        model = _load(AutoModelForImageTextToText.from_pretrained, source, dtype=torch.bfloat16 if prof.bf16 else torch.float32)
+        model, processor = load_model(source, torch.bfloat16 if prof.bf16 else torch.float32, processor)
     install_template(processor)
     frozen = freeze_vision(model) if prof.freeze_vision else []
     ds = data if isinstance(data, Dataset) else grpo_dataset(data, style=prof.style, seed=seed)
@@ -461,11 +450,11 @@ def fifths(values) -> tuple: # per-step values in step order
 
 _SAME = ("profile", "grpo_args", "seed", "init", "model", "n_examples")  # must match to resume
 
-def _print_settings(s):
+def _title(s):
+    "The first line printed as a run starts."
     b = s["budget"]
-    print(f"GRPO run {s['name']!r}: seed {s['seed']}, model {s['model']}, {s['n_examples']} questions, frozen: {', '.join(s['frozen']) or 'nothing'}; "
-          f"budget for {b['calls']} plots of {b['image_tokens']} image tokens: {b['total']} tokens")
-    for k, v in {**s["profile"], **s["grpo_args"]}.items(): print(f"  {k:30} {v}")
+    return (f"GRPO run {s['name']!r}: seed {s['seed']}, model {s['model']}, {s['n_examples']} questions, frozen: {', '.join(s['frozen']) or 'nothing'}; "
+            f"budget for {b['calls']} plots of {b['image_tokens']} image tokens: {b['total']} tokens")
 
 def train_grpo(data, # a SpecVI-Bench folder (train split of the five tasks), parquet file, rows, or a grpo_dataset
                out_dir, # run folder (created); resuming reads its checkpoints
@@ -482,10 +471,10 @@ def train_grpo(data, # a SpecVI-Bench folder (train split of the five tasks), pa
     trainer = grpo_trainer(data, out, init, profile, seed, callbacks=callbacks, progress=progress, **overrides)
     s = dict(trainer.speco3, name=name or trainer.speco3["name"])
     reward = s.pop("reward")
-    last = get_last_checkpoint(out / "checkpoints") if (out / "checkpoints").is_dir() else None
-    _check_resume(out, s, last, resume, same=_SAME)
-    if (done := _finished(out, last, resume)): return done
-    if progress: _print_settings(s)
+    last = last_checkpoint(out)
+    check_resume(out, s, last, resume, _SAME)
+    if (done := finished_run(out, last, resume)): return done
+    if progress: print_settings(_title(s), {**s["profile"], **s["grpo_args"]})
     (out / "config.json").write_text(json.dumps(s, indent=1, default=str))
     result = trainer.train(resume_from_checkpoint=last if resume and last else None)
     final = out / "model"

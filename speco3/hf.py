@@ -17,7 +17,8 @@ except ImportError as e:  # the model side is the `train` extra, not the core
     raise ImportError(f"speco3.hf needs torch and transformers ({e}); install them with: pip install 'speco3[train]'") from e
 
 # %% auto #0
-__all__ = ['KEEP_TOKENS', 'QwenVLProcessor', 'load_processor', 'renders_tool_images', 'HFPolicy']
+__all__ = ['KEEP_TOKENS', 'QwenVLProcessor', 'load_processor', 'renders_tool_images', 'load_pretrained', 'load_model',
+           'model_name', 'HFPolicy', 'ForceTokens']
 
 # %% ../nbs/08b_hf.ipynb #6cf70c8b
 class QwenVLProcessor(Qwen2_5_VLProcessor):
@@ -71,8 +72,10 @@ def _not_cached(e):
         e = e.__cause__ or e.__context__
     return False
 
-def _load(fn, name, **kw):
-    "Call a `from_pretrained`-like `fn(name)`, turning 'not cached and no network' into one clear OSError."
+def load_pretrained(fn, # a `from_pretrained`-like loader, e.g. `load_processor`
+                    name, # a local folder or a hub id
+                    **kw): # passed to `fn`
+    "`fn(name, **kw)`, turning 'not cached and no network' into one clear OSError and a missing folder into FileNotFoundError."
     local = Path(name).expanduser()
     if local.exists(): return fn(str(local), **kw)
     if not _HUB_ID.match(str(name)):
@@ -84,6 +87,17 @@ def _load(fn, name, **kw):
     except Exception as e:
         if _not_cached(e): raise OSError(msg) from None
         raise
+
+def load_model(source, # a local folder or a hub id (cached, when offline)
+               dtype=None, # torch dtype of the weights
+               processor=None) -> tuple: # a processor; None: loaded from `source` with `load_processor`
+    "(model, processor) of a Qwen2.5-VL-style checkpoint, with `load_pretrained`'s clear errors."
+    model = load_pretrained(AutoModelForImageTextToText.from_pretrained, source, dtype=dtype)
+    return model, processor or load_pretrained(load_processor, source)
+
+def model_name(model): # a loaded model
+    "The folder or hub id a loaded model came from, else its class name."
+    return str(getattr(model, "name_or_path", "") or type(model).__name__)
 
 # %% ../nbs/08b_hf.ipynb #919d537f
 KEEP_TOKENS = ("<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<think>", "</think>",
@@ -150,11 +164,10 @@ class HFPolicy(Policy):
         self.dtype = dtype or _default_dtype(self.device)
         if isinstance(model, PreTrainedModel):
             if processor is None: raise ValueError("HFPolicy: a loaded model needs its processor (processor=...)")
-            self.model_id = str(getattr(model, "name_or_path", "") or type(model).__name__)
+            self.model_id = model_name(model)
         else:
             self.model_id = str(model)
-            model = _load(AutoModelForImageTextToText.from_pretrained, self.model_id, dtype=self.dtype)
-            processor = processor or _load(load_processor, self.model_id)
+            model, processor = load_model(self.model_id, self.dtype, processor)
         self.model = model.to(device=self.device, dtype=self.dtype).eval()
         self.processor, self.tokenizer = processor, processor.tokenizer
         self.template, self.template_kind = _pick_template(processor, template)
@@ -258,7 +271,7 @@ def _generate(self, chunk):
     if "pixel_values" in batch: batch["pixel_values"] = batch["pixel_values"].to(self.dtype)
     extra = {} if self.call_end_id is not None else dict(stop_strings=["</tool_call>"], tokenizer=self.tokenizer)
     forced = [self._forced_ids(ep) for _, ep, _ in chunk] if self.force else []
-    if any(forced): extra["logits_processor"] = LogitsProcessorList([_Force(forced, n_prompt)])
+    if any(forced): extra["logits_processor"] = LogitsProcessorList([ForceTokens(forced, n_prompt)])
     devices = [self.device] if self.device.type == "cuda" else []
     t0 = time.perf_counter()
     with torch.random.fork_rng(devices=devices), torch.inference_mode():
@@ -282,7 +295,7 @@ def _forced_ids(self, ep):
     text = self.force(ep)
     return self.tokenizer.encode(text, add_special_tokens=False) if text else []
 
-class _Force(LogitsProcessor):
+class ForceTokens(LogitsProcessor):
     "Constrained decoding: row r may only write forced[r][k] as its k-th new token, while k < len(forced[r])."
     def __init__(self, forced, n_prompt): self.forced, self.n_prompt = forced, n_prompt
     def __call__(self, input_ids, scores):

@@ -4,29 +4,31 @@
 
 # %% ../nbs/13_sft.ipynb #3b2dad9b
 from __future__ import annotations
-import csv, json, random, re, time
-from dataclasses import dataclass, asdict, fields, replace
+import json, random, re, time
+from dataclasses import dataclass, asdict
 from pathlib import Path
 import numpy as np
 from .spectrum import Spectrum, lamost_wavelength
 from .prompts import PAPER_TASKS, TASKS, render_chat, install_template
 from .tool import TOOL_NAME
-from .hf import load_processor, _load
-from .tiny import build_tiny, scripted_conversations
+from .hf import load_model, model_name, load_pretrained, load_processor
+from .runs import ResumeFullWeights, base_model, check_resume, finished_run, freeze_vision
+from .runs import last_checkpoint, print_settings, settle_profile, write_curve
+from . import runs
+from .tiny import scripted_conversations
 
 try:
     import torch
     from datasets import Dataset
-    from transformers import AutoModelForImageTextToText, PreTrainedModel, PrinterCallback, set_seed
-    from transformers.trainer_utils import get_last_checkpoint
+    from transformers import PreTrainedModel, PrinterCallback, set_seed
     from trl import SFTConfig, SFTTrainer
 except ImportError as e:  # the model side is the `train` extra, not the core
     raise ImportError(f"speco3.sft needs torch, transformers, trl and datasets ({e}); install them with: pip install 'speco3[train]'") from e
 
 # %% auto #0
 __all__ = ['PROFILES', 'LORA_TARGETS', 'conversation_to_example', 'demo_conversations', 'sft_dataset', 'as_sft_dataset',
-           'SFTProfile', 'profile_table', 'settle', 'vision_modules', 'freeze_vision', 'lora_config', 'sft_args',
-           'sft_trainer', 'trained_spans', 'assistant_spans', 'write_curve', 'save_loss_curve', 'train_sft']
+           'SFTProfile', 'profile_table', 'settle', 'lora_config', 'sft_args', 'sft_trainer', 'trained_spans',
+           'assistant_spans', 'save_loss_curve', 'train_sft']
 
 # %% ../nbs/13_sft.ipynb #055c0092
 _CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
@@ -195,41 +197,17 @@ _OURS = ("name", "model", "tiny_size", "freeze_vision", "lora_r", "lora_alpha", 
 
 def profile_table(profiles=None): # a dict of SFTProfile; None: PROFILES
     "The profiles side by side, one row per setting (a pandas DataFrame)."
-    import pandas as pd
-    profiles = profiles or PROFILES
-    return pd.DataFrame({k: {f: str(v) for f, v in asdict(p).items() if f != "name"} for k, p in profiles.items()})
+    return runs.profile_table(profiles or PROFILES)
 
 # %% ../nbs/13_sft.ipynb #d955edc2
 def settle(profile="cpu", # a key of PROFILES or an SFTProfile
            **overrides) -> tuple: # profile fields or other SFTConfig arguments
     "(the profile with overrides applied, the extra SFTConfig arguments)."
-    if isinstance(profile, str):
-        if profile not in PROFILES: raise ValueError(f"profile {profile!r} is unknown; choose one of {', '.join(PROFILES)}")
-        profile = PROFILES[profile]
-    fixed = sorted(k for k in overrides if k in _FIXED)
-    if fixed: raise ValueError(f"{fixed} are set by train_sft itself (seed= is its own argument; the loss is always assistant-only)")
-    ours = {f.name for f in fields(SFTProfile)}
-    theirs = {f.name for f in fields(SFTConfig)}
-    bad = sorted(k for k in overrides if k not in ours and k not in theirs)
-    if bad: raise ValueError(f"unknown SFT settings {bad}: use SFTProfile fields or SFTConfig arguments")
-    return (replace(profile, **{k: v for k, v in overrides.items() if k in ours}),
-            {k: v for k, v in overrides.items() if k not in ours})
+    return settle_profile(profile, PROFILES, SFTConfig, overrides, _FIXED, kind="SFT",
+                          why="are set by train_sft itself (seed= is its own argument; the loss is always assistant-only)")
 
 # %% ../nbs/13_sft.ipynb #4ac4e20e
 LORA_TARGETS = r".*language_model.*\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj)"  # PEFT target regex
-
-def vision_modules(model): # a Qwen2.5-VL-style model
-    "{name: module} of the vision tower's parts (patch embedding, blocks, merger/projector)."
-    found = [(n, m) for n, m in model.named_modules() if n.split(".")[-1] == "visual"]
-    if not found: raise ValueError(f"{type(model).__name__} has no 'visual' module: not a Qwen2.5-VL-style model")
-    name, visual = min(found, key=lambda x: len(x[0]))
-    return {f"{name}.{n}": m for n, m in visual.named_children()}
-
-def freeze_vision(model): # a Qwen2.5-VL-style model (changed in place)
-    "Switch off gradients of the vision tower and its merger; returns the names of the frozen modules."
-    parts = vision_modules(model)
-    for m in parts.values(): m.requires_grad_(False)
-    return list(parts)
 
 def lora_config(profile): # an SFTProfile
     "PEFT LoRA settings: adapters on the language model's linear projections."
@@ -238,15 +216,8 @@ def lora_config(profile): # an SFTProfile
                       target_modules=LORA_TARGETS, task_type="CAUSAL_LM")
 
 # %% ../nbs/13_sft.ipynb #3a321c95
-class _SFTTrainer(SFTTrainer):
-    """TRL's SFTTrainer, resuming a full model's weights with `from_pretrained`. Why: transformers 5.24 saves Qwen2.5-VL
-    checkpoints under the original key names (`visual.*`, `model.layers.*`) but reloads them on resume without renaming,
-    so every key misses and training silently restarts from the base weights (huggingface/transformers#43701)."""
-    def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
-        model = model if model is not None else self.model
-        if hasattr(model, "peft_config"): return super()._load_from_checkpoint(resume_from_checkpoint, model)
-        saved = type(model).from_pretrained(resume_from_checkpoint, dtype=model.dtype)
-        model.load_state_dict(saved.state_dict())  # strict: every weight comes back, or an error says which did not
+class _SFTTrainer(ResumeFullWeights, SFTTrainer):
+    "TRL's SFTTrainer, resuming a full model's weights with `from_pretrained` (transformers#43701: see speco3.runs)."
 
 class _Count:
     "The trainer's collator, counting conversations and tokens it batches (for samples/s and tokens/s)."
@@ -258,10 +229,7 @@ class _Count:
 
 def _base_model(prof, model, out, seed):
     "A loaded model, or the folder/hub id to load (building the tiny model into out/base when none is named)."
-    if model is not None: return model
-    if prof.model: return prof.model
-    if not (out / "base" / "model.safetensors").exists(): build_tiny(out / "base", size=prof.tiny_size, seed=seed)
-    return str(out / "base")
+    return model if model is not None else base_model(prof, out, seed)
 
 def sft_args(prof, # an SFTProfile
              output_dir, # where checkpoints go
@@ -295,13 +263,11 @@ def sft_trainer(data, # what `as_sft_dataset` accepts
     set_seed(seed)
     base = _base_model(prof, model, out, seed)
     if isinstance(base, PreTrainedModel):
-        mdl, source = base, str(getattr(base, "name_or_path", "") or type(base).__name__)
-        if processor is None: processor = _load(load_processor, source)
+        mdl, source = base, model_name(base)
+        if processor is None: processor = load_pretrained(load_processor, source)
     else:
         source = str(base)
-        dtype = torch.bfloat16 if prof.bf16 else torch.float32
-        mdl = _load(AutoModelForImageTextToText.from_pretrained, source, dtype=dtype)
-        processor = processor or _load(load_processor, source)
+        mdl, processor = load_model(source, torch.bfloat16 if prof.bf16 else torch.float32, processor)
     install_template(processor)
     mdl.config.use_cache = False
     frozen = freeze_vision(mdl) if prof.freeze_vision else []
@@ -335,50 +301,6 @@ def assistant_spans(messages): # chat messages (images inline or not)
 _CURVE = ("step", "epoch", "loss", "learning_rate", "grad_norm", "mean_token_accuracy", "num_input_tokens_seen")
 _SAME = ("profile", "sft_args", "seed", "lora", "model", "n_examples")  # must match to resume
 
-def _check_resume(out, settings, last, resume, same=_SAME):
-    "Refuse to start over on top of checkpoints, or to resume a run made with other settings (the keys in `same`)."
-    if last and not resume:
-        raise ValueError(f"{out} holds checkpoints of an earlier run ({Path(last).name}); pass resume=True to continue it, or use a new out_dir")
-    saved = out / "config.json"
-    if last and saved.exists():
-        old = json.loads(saved.read_text())
-        diff = [k for k in same if json.dumps(old.get(k), sort_keys=True, default=str) != json.dumps(settings[k], sort_keys=True, default=str)]
-        if diff: raise ValueError(f"{out}: the checkpoints were made with other settings ({', '.join(diff)}); use a new out_dir")
-
-def _finished(out, last, resume):
-    "The saved metrics of a run that already ended at its last checkpoint, else None (resuming it would train a step more)."
-    saved = out / "metrics.json"
-    if not (resume and last and saved.exists() and (out / "model").is_dir()): return None
-    m = json.loads(saved.read_text())
-    if m.get("global_step") != int(Path(last).name.rsplit("-", 1)[-1]): return None
-    print(f"{out.name}: finished earlier at step {m['global_step']}; its saved model and metrics are used (a new out_dir trains again)")
-    return m
-
-def write_curve(log_history, # trainer.state.log_history
-                out_dir, # the run folder
-                fields, # the logged keys kept, one CSV column each
-                require, # only log entries holding this key are rows (training steps, not evaluations)
-                csv_name, # CSV file name in out_dir
-                png_name, # figure file name in out_dir/figures
-                plot, # plot(ax, rows) draws the figure
-                figsize=(6, 3.5)):
-    "Write the training log as a CSV and a figure (shared by SFT and GRPO runs); returns their paths."
-    out = Path(out_dir)
-    rows = [{k: r.get(k) for k in fields} for r in log_history if require in r]
-    csv_path = out / csv_name
-    with open(csv_path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields); w.writeheader(); w.writerows(rows)
-    from matplotlib.figure import Figure  # no pyplot: nothing global, safe in threads and notebooks
-    fig = Figure(figsize=figsize, dpi=100)
-    ax = fig.add_subplot()
-    plot(ax, rows)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    png = out / "figures" / png_name
-    png.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(png)
-    return csv_path, png
-
 def save_loss_curve(log_history, # trainer.state.log_history
                     out_dir, # the run folder
                     name): # run name, for the figure file and title
@@ -387,11 +309,6 @@ def save_loss_curve(log_history, # trainer.state.log_history
         ax.plot([r["step"] for r in rows], [r["loss"] for r in rows], marker="o" if len(rows) < 30 else None, ms=3)
         ax.set(xlabel="optimiser step", ylabel="loss (assistant tokens)", title=f"SFT loss: {name}")
     return write_curve(log_history, out_dir, _CURVE, "loss", "loss.csv", f"sft_loss_{name}.png", plot)
-
-def _print_settings(s):
-    print(f"SFT run {s['name']!r}: {'LoRA' if s['lora'] else 'full fine-tuning'}, seed {s['seed']}, model {s['model']}, "
-          f"{s['n_examples']} conversations, frozen: {', '.join(s['frozen']) or 'nothing'}")
-    for k, v in {**s["profile"], **s["sft_args"]}.items(): print(f"  {k:30} {v}")
 
 def train_sft(data, # a Dataset, a list of chats/rows, or a folder written by speco3.coldstart
               out_dir, # run folder (created); resuming reads its checkpoints
@@ -408,10 +325,11 @@ def train_sft(data, # a Dataset, a list of chats/rows, or a folder written by sp
     t0, out = time.perf_counter(), Path(out_dir)
     trainer = sft_trainer(data, out, profile, model, lora=lora, seed=seed, callbacks=callbacks, progress=progress, **overrides)
     s = dict(trainer.speco3, name=name or trainer.speco3["name"])
-    last = get_last_checkpoint(out / "checkpoints") if (out / "checkpoints").is_dir() else None
-    _check_resume(out, s, last, resume)
-    if (done := _finished(out, last, resume)): return done
-    _print_settings(s)
+    last = last_checkpoint(out)
+    check_resume(out, s, last, resume, _SAME)
+    if (done := finished_run(out, last, resume)): return done
+    print_settings(f"SFT run {s['name']!r}: {'LoRA' if s['lora'] else 'full fine-tuning'}, seed {s['seed']}, model {s['model']}, "
+                   f"{s['n_examples']} conversations, frozen: {', '.join(s['frozen']) or 'nothing'}", {**s["profile"], **s["sft_args"]})
     (out / "config.json").write_text(json.dumps(s, indent=1, default=str))
     result = trainer.train(resume_from_checkpoint=last if resume and last else None)
     final = out / "model"

@@ -4,7 +4,8 @@
 
 # %% ../nbs/15_verl.ipynb #4f493a3e
 from __future__ import annotations
-import json, math, re, shutil, sys, types
+import json, math, shutil, sys, types
+import yaml
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,49 +155,17 @@ def tool_config(style:str="spec-o3" # renderer style of the tool's plots (a key 
                        "config": {"type": "native", "style": style}, "tool_schema": json.loads(json.dumps(TOOL_SCHEMA))}]}
 
 # %% ../nbs/15_verl.ipynb #da24c9cb
-_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_./\-]*")
-_YAML_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "y", "n"}
+class _Dumper(yaml.SafeDumper):
+    "PyYAML's safe dumper, writing a multi-line string as a literal block."
+_Dumper.add_representer(str, lambda d, s: d.represent_scalar("tag:yaml.org,2002:str", s, style="|" if "\n" in s else None))
 
-def _scalar(v):
-    "One YAML scalar on one line."
-    if v is None: return "null"
-    if isinstance(v, bool): return "true" if v else "false"
-    if isinstance(v, int): return str(v)
-    if isinstance(v, float):
-        r = repr(v)
-        if "e" in r and "." not in r.split("e")[0]: r = r.replace("e", ".0e", 1)  # 1e-06 -> 1.0e-06
-        return r
-    s = str(v)
-    return s if _PLAIN.fullmatch(s) and s.lower() not in _YAML_WORDS else json.dumps(s, ensure_ascii=False)
-
-def _block(text, indent):
-    "A multi-line string as a literal block scalar that reads back exactly (explicit indentation, chomping by its end)."
-    body = text.rstrip("\n")
-    trailing = len(text) - len(body)
-    chomp = "-" if trailing == 0 else "" if trailing == 1 else "+"
-    lines = "\n".join(" " * indent + line if line else "" for line in body.split("\n"))
-    return f"|2{chomp}\n{lines}" + ("\n" + " " * indent) * max(trailing - 1, 0)  # kept blank lines, indented so no rstrip eats them
-
-def _yaml(obj, comments=None, indent=0, path=""):
-    "YAML text of nested dicts, lists and scalars; `comments` maps dotted key paths to a comment written above the key."
-    comments, pad, out = comments or {}, " " * indent, []
-    for k, v in obj.items():
-        key = f"{path}.{k}" if path else str(k)
-        if key in comments: out += [f"{pad}# {line}" for line in comments[key].split("\n")]
-        head = f"{pad}{_scalar(k)}:"
-        if isinstance(v, dict): out.append(head + (" {}" if not v else "\n" + _yaml(v, comments, indent + 2, key).rstrip("\n")))
-        elif isinstance(v, (list, tuple)):
-            flow = f"{head} [{', '.join(_scalar(x) for x in v if not isinstance(x, (dict, list, tuple)))}]"
-            paths = len(v) > 1 and any(isinstance(x, str) and "/" in x for x in v)  # file lists: one per line
-            if not any(isinstance(x, (dict, list, tuple)) for x in v) and len(flow) <= 100 and not paths: out.append(flow); continue
-            out.append(head)
-            for x in v:
-                if isinstance(x, dict): out.append(f"{pad}  - " + _yaml(x, comments, indent + 4, key)[indent + 4:].rstrip("\n"))
-                elif isinstance(x, (list, tuple)): raise TypeError(f"{key}: lists of lists are not written")
-                else: out.append(f"{pad}  - {_scalar(x)}")
-        elif isinstance(v, str) and "\n" in v: out.append(f"{head} {_block(v, indent + 2)}")
-        else: out.append(f"{head} {_scalar(v)}")
-    return "\n".join(out) + "\n"
+def _yaml(obj, head="", notes=None):
+    "YAML text of `obj` under a comment header: `head`, then each note of `notes` ({dotted key path: note})."
+    lines = head.split("\n") if head else []
+    if head and notes: lines.append("")
+    for key, note in (notes or {}).items(): lines += f"{key}: {note}".split("\n")
+    comments = "".join(f"# {line}".rstrip() + "\n" for line in lines)
+    return comments + yaml.dump(obj, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=120)
 
 # %% ../nbs/15_verl.ipynb #f4843cb6
 _TOOL_PY = '''"""speco3's spectral visualization tool for verl's tool agent loop (written by `speco3 export verl`).
@@ -320,7 +289,7 @@ cd "$RUN_DIR"
 
 # %% ../nbs/15_verl.ipynb #20603b3a
 VERL_REQUIREMENTS = ["verl==0.9.1", "cachetools", "uvicorn", "fastapi"]  # verl's agent loop imports the last three undeclared
-_CORE_FALLBACK = ["numpy>=2.0", "astropy>=6.0", "pandas>=2.2", "pyarrow>=15", "matplotlib>=3.9,<3.12", "pillow>=10", "tqdm"]
+_CORE_FALLBACK = ["numpy>=2.0", "astropy>=6.0", "pandas>=2.2", "pyarrow>=15", "matplotlib>=3.9,<3.12", "pillow>=10", "tqdm", "pyyaml>=6"]
 
 def core_requirements() -> list:
     "speco3's core requirements (no extras), from its installed metadata; settings.ini's `requirements` when not installed."
@@ -496,16 +465,15 @@ def export_verl(out, # the run directory to write
     for name, src in links: _link(src, out / "data" / name)
     head = (f"speco3 GRPO on verl 0.9.1, profile {p.name} (written by `speco3 export verl`; README.md explains it).\n"
             "Paths are relative to ${speco3.run_dir}, which run.sh sets to its own directory.")
-    notes = {"hydra": head,
-             "data.max_response_length": f"K·(I + R) + (K + 1)·A = {MAX_TOOL_CALLS}·({IMAGE_TOKENS} + {TOOL_REPLY_TOKENS}) + "
+    notes = {"data.max_response_length": f"K·(I + R) + (K + 1)·A = {MAX_TOOL_CALLS}·({IMAGE_TOKENS} + {TOOL_REPLY_TOKENS}) + "
                                          f"{MAX_TOOL_CALLS + 1}·{ASSISTANT_TOKENS} = {response_length(multiple=1)}, rounded up "
                                          "(K tool replies: largest plot + text; K + 1 assistant turns)",
              "actor_rollout_ref.rollout.multi_turn.max_assistant_turns": "8 turns that call the tool + 1 that answers",
              "actor_rollout_ref.model.custom_chat_template": "speco3.prompts.chat_template(): rollouts see the SFT data's text",
              "algorithm.kl_ctrl": "no KL term (the paper's setting); with use_kl_loss false there is no reference model"}
-    (out / "config" / "speco3_grpo.yaml").write_text(_yaml(cfg, notes), encoding="utf-8")
+    (out / "config" / "speco3_grpo.yaml").write_text(_yaml(cfg, head, notes), encoding="utf-8")
     (out / "config" / "tool_config.yaml").write_text(
-        "# the spectral visualization tool: speco3_verl_tool.py, schema = speco3.tool.TOOL_SCHEMA\n" + _yaml(tools), encoding="utf-8")
+        _yaml(tools, "the spectral visualization tool: speco3_verl_tool.py, schema = speco3.tool.TOOL_SCHEMA"), encoding="utf-8")
     (out / TOOL_MODULE).write_text(_TOOL_PY, encoding="utf-8")
     (out / REWARD_MODULE).write_text(_REWARD_PY, encoding="utf-8")
     sh = (_RUN_SH.replace("@NNODES@", str(nnodes)).replace("@GPUS@", str(cfg["trainer"]["n_gpus_per_node"]))
