@@ -190,9 +190,9 @@ def test_bad_arguments(tmp_path, kw, msg):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_cli_rejects_unknown_profile(tmp_path):
-    with pytest.raises(SystemExit):
-        main(["bench", "build", "--profile", "huge", "--out", str(tmp_path / "x")])
+def test_cli_rejects_unknown_profile(tmp_path, capsys):
+    assert main(["bench", "build", "--profile", "huge", "--out", str(tmp_path / "x")]) == 2   # argparse's usage error
+    assert "invalid choice: 'huge'" in capsys.readouterr().err and not (tmp_path / "x").exists()
 
 
 def test_load_reads_a_published_style_folder(tmp_path, smoke):
