@@ -304,7 +304,11 @@ def keep_notebook(src, # an executed notebook
 def scrub_paths(text:str, # e.g. a notebook's JSON with its outputs
                 root="." # the repository: its path becomes "<repo>"
                ) -> str:
-    "`text` with the repository's path, the Python prefix and the home folder replaced by `<repo>`, `<python>` and `~`."
-    for p, name in ((Path(root).resolve(), "<repo>"), (Path(sys.prefix), "<python>"), (Path(sys.base_prefix), "<python>"), (Path.home(), "~")):
+    "`text` with the repository's path, temporary folders, the Python prefix and the home folder replaced by `<repo>`, `<tmp>`, `<python>` and `~`."
+    import re, tempfile
+    for p, name in ((Path(root).resolve(), "<repo>"), (Path(sys.prefix), "<python>"), (Path(sys.base_prefix), "<python>")):
         if len(str(p)) > 1: text = text.replace(str(p), name)
-    return text
+    for tmp in {tempfile.gettempdir(), "/tmp"}:   # a scratch folder's name changes every run: the whole name goes
+        text = re.sub(re.escape(tmp) + r"/[^/\\\s\"']+", "<tmp>", text)
+    home = str(Path.home())
+    return text.replace(home, "~") if len(home) > 1 else text
