@@ -9,14 +9,14 @@ from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import numpy as np
 from .spectrum import Spectrum, SpectrumError
-from .io import read_spectrum, science_targets
+from .io import read_spectrum, science_targets, atomic_write, read_jsonl, append_jsonl, run_lock
 from .tool import SpectralVisualizationTool, TOOL_NAME
 from .prompts import build_messages, MAX_TOOL_CALLS, TASKS
 from .reward import parse, score
 from .policy import Episode, Policy
 
 # %% auto #0
-__all__ = ['LIMIT_TEXT', 'Sample', 'Target', 'sample_id', 'as_sample', 'Turn', 'Trajectory', 'inspect_batch', 'inspect',
+__all__ = ['LIMIT_TEXT', 'FAILED', 'Sample', 'Target', 'sample_id', 'as_sample', 'Turn', 'Trajectory', 'inspect_batch', 'inspect',
            'load_samples', 'expand_inputs', 'pick_targets', 'run', 'read_trajectories']
 
 # %% ../nbs/09_agent.ipynb #84962589
@@ -115,6 +115,10 @@ def _safe(name):
     "A file-system-safe version of a sample id."
     return re.sub(r"[^A-Za-z0-9._+-]+", "_", name)[:120] or "sample"
 
+def _folder(sample_id):
+    "The image folder of a sample: its safe name and a short hash of the id, so ids that sanitise alike (`p q`, `p_q`) differ."
+    return f"{_safe(sample_id)[:100]}-{hashlib.sha1(sample_id.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+
 def _save_png(image, path):
     "Write `image` as PNG; return its sha256."
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -126,7 +130,7 @@ def _to_record(self:Trajectory,
                ) -> dict:
     "The JSON record of this trajectory, writing its images as PNG files under `out_dir/images/`."
     out_dir = Path(out_dir)
-    rel = Path("images") / _safe(self.sample_id)
+    rel = Path("images") / _folder(self.sample_id)
     def img(image, name):
         if image is None: return None
         return {"path": str(rel / name), "sha256": _save_png(image, out_dir / rel / name)}
@@ -173,7 +177,10 @@ class _Run:
     def __init__(self, sample, policy, style, max_tool_calls, guidelines, zoom):
         self.sample, self.t0 = sample, time.perf_counter()
         self.tool = SpectralVisualizationTool.from_spectrum(sample.spectrum, style=style)
-        self.overview = self.tool.execute().image
+        first = self.tool.execute()
+        if first.image is None:  # nothing a policy could look at: an unreadable input, not a verdict
+            raise SpectrumError(f"{sample.sample_id}: cannot be drawn ({first.text.removeprefix('Error: ')})")
+        self.overview = first.image
         self.tool.calls.clear()  # the overview is not one of the policy's calls
         messages = build_messages(sample.task, image=self.overview, guidelines=guidelines, tools=zoom, zoom=zoom)
         self.prompt = messages[1]["content"][1]["text"]
@@ -235,7 +242,11 @@ def inspect_batch(samples, # things `as_sample` accepts (Spectrum, SpecVI row, p
                   seed=None # recorded in each trajectory (policies that sample take their own seed)
                  ) -> list[Trajectory]:
     "Inspect several samples together (policy calls are batched across them); one Trajectory per sample, in order."
-    runs = [_Run(as_sample(s, task), policy, style, max_tool_calls, guidelines, zoom) for s in samples]
+    if int(max_tool_calls) < 0: raise ValueError(f"max_tool_calls must be >= 0, got {max_tool_calls}")
+    return _drive([_Run(as_sample(s, task), policy, style, max_tool_calls, guidelines, zoom) for s in samples], policy, style, seed, alpha)
+
+def _drive(runs, policy, style, seed, alpha):
+    "Step started episodes (`_Run`) in lockstep until each ends; their Trajectories in order."
     open_ = list(runs)
     while open_:
         t0 = time.perf_counter()
@@ -287,7 +298,7 @@ def _file_items(path):
     try:
         if p.is_file() and p.name.lower().endswith((".parquet", ".pq")): return _parquet_rows(p)
         tids = science_targets(p)
-    except (SpectrumError, ValueError, OSError): return [path]   # unreadable: `run` records why when it reads it
+    except Exception: return [path]   # unreadable, whatever the reason: `run` records why when it reads it
     return [path] if tids is None else [Target(str(path), t) for t in tids]
 
 def _key(item):
@@ -312,18 +323,20 @@ def pick_targets(items, # items `as_sample` accepts
     return [i for i in items if _key(i) is None or _key(i) in want]
 
 # %% ../nbs/09_agent.ipynb #4aa32222
-def _finished(jsonl):
-    "Sample ids already in `jsonl`; a truncated last line (a killed run) is cut off the file."
-    if not jsonl.exists(): return set()
-    done, good_bytes = set(), 0
-    with open(jsonl, "rb") as f:
-        for line in f:
-            try: done.add(json.loads(line)["sample_id"])
-            except (ValueError, KeyError): break
-            good_bytes += len(line)
-    if good_bytes != jsonl.stat().st_size:
-        with open(jsonl, "r+b") as f: f.truncate(good_bytes)
-    return done
+FAILED = ("read_error", "policy_error")  # statuses that hold no verdict because something failed; retried on the next run
+
+def _finished(jsonl, ids, skip_failed):
+    "(ids done, ids to retry): the records of `jsonl` (broken lines repaired away); failed ones of `ids` are retried unless `skip_failed`."
+    last = {r["sample_id"]: r for r in read_jsonl(jsonl, repair=True, require=("sample_id",))}
+    retry = set() if skip_failed else {i for i in ids if last.get(i, {}).get("status") in FAILED}
+    if retry:  # their failed records leave the log: one record per sample
+        atomic_write(jsonl, "".join(json.dumps(r, ensure_ascii=False, default=float) + "\n" for r in last.values() if r["sample_id"] not in retry))
+    return set(last) - retry, retry
+
+def _guarded(item, task, policy, opts):
+    "A started episode for `item`, or the read_error record saying why it cannot be vetted (whatever went wrong)."
+    try: return _Run(as_sample(item, task), policy, opts["style"], opts["max_tool_calls"], opts["guidelines"], opts["zoom"])
+    except Exception as e: return _read_error(item, task, policy, e)
 
 def _read_error(item, task, policy, e):
     sid = sample_id(item)
@@ -344,7 +357,7 @@ def _run_config(policy, task, kw):
 def _says(cfg, keys): return ", ".join(f"{k}={json.dumps(cfg.get(k))}" for k in keys)
 
 def _claim(out, config, restart):
-    "Make `out` the folder of a run with `config`; one made for another run is refused, or emptied when `restart`."
+    "Make `out` (locked by the caller) the folder of a run with `config`; one made for another run is refused, or emptied when `restart`."
     if restart:
         for name in _OUTPUTS: (out / name).unlink(missing_ok=True)
         shutil.rmtree(out / "images", ignore_errors=True)
@@ -355,7 +368,7 @@ def _claim(out, config, restart):
         raise ValueError(f"{out}: this run folder was made for {_says(old, diff)}, not {_says(config, diff)}; "
                          "use another folder, or restart (--restart) to empty it")
     out.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(config, indent=1))
+    atomic_write(path, json.dumps(config, indent=1))
 
 # %% ../nbs/09_agent.ipynb #f4a45862
 def run(samples, # items `as_sample` accepts (see `load_samples`)
@@ -365,38 +378,44 @@ def run(samples, # items `as_sample` accepts (see `load_samples`)
         batch_size=8, # samples inspected together (one policy call per step for the whole batch)
         progress=True, # show a progress bar
         restart=False, # empty a run folder made for another run (or this one) and start over
+        skip_failed=False, # keep earlier read_error/policy_error records instead of retrying those samples
         **kw # passed to `inspect_batch`: max_tool_calls, style, guidelines, zoom, alpha, seed
        ) -> dict:
-    "Vet every sample, appending records to `out_dir/trajectories.jsonl`; resumes a killed run of the same settings. Returns the summary."
-    from tqdm.auto import tqdm
-    out = Path(out_dir)
-    jsonl = out / "trajectories.jsonl"
+    "Vet every sample, appending records to `out_dir/trajectories.jsonl`; resumes a killed run of the same settings, retrying failed samples. Returns the summary."
+    opts = dict(max_tool_calls=MAX_TOOL_CALLS, style="spec-o3", guidelines=True, zoom=True, alpha=0.2, seed=None)
+    if extra := sorted(set(kw) - set(opts)): raise TypeError(f"run: unknown option(s) {', '.join(extra)}")
+    opts.update(kw)
+    if int(batch_size) < 1: raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    if int(opts["max_tool_calls"]) < 0: raise ValueError(f"max_tool_calls must be >= 0, got {opts['max_tool_calls']}")
     ids = [sample_id(s) for s in samples]
     dup = {i for i in ids if ids.count(i) > 1} if len(set(ids)) != len(ids) else set()
     if dup: raise ValueError(f"duplicate sample ids {sorted(dup)[:5]}: each sample needs its own id to resume safely")
+    with run_lock(out_dir):  # one writer per run folder
+        return _run_locked(samples, ids, policy, Path(out_dir), task, int(batch_size), progress, restart, skip_failed, opts, kw)
+
+def _run_locked(samples, ids, policy, out, task, batch_size, progress, restart, skip_failed, opts, kw):
+    "The body of `run`, holding the folder's lock."
+    from tqdm.auto import tqdm
     _claim(out, _run_config(policy, task, kw), restart)
-    done = _finished(jsonl)
+    done, retry = _finished(out / "trajectories.jsonl", ids, skip_failed)
     todo = [s for s, i in zip(samples, ids) if i not in done]
     t0, stats = time.perf_counter(), dict(model_s=0.0, tool_s=0.0, n=0)
-    with open(jsonl, "a", encoding="utf-8") as f, tqdm(total=len(samples), initial=len(samples) - len(todo),
-                                                        disable=not progress, desc=f"vetting ({policy.name})") as bar:
+    with tqdm(total=len(samples), initial=len(samples) - len(todo), disable=not progress, desc=f"vetting ({policy.name})") as bar:
         for k in range(0, len(todo), batch_size):
-            chunk, ready, records = todo[k:k + batch_size], [], []
-            for item in chunk:
-                try: ready.append(as_sample(item, task))
-                except (SpectrumError, ValueError, OSError) as e: records.append(_read_error(item, task, policy, e))
-            for t in inspect_batch(ready, policy, task=task, **kw) if ready else []:
-                records.append(t.to_record(out))
-                stats["model_s"] += t.timings["model_s"]; stats["tool_s"] += t.timings["tool_s"]; stats["n"] += 1
-            for r in records: f.write(json.dumps(r, ensure_ascii=False, default=float) + "\n")
-            f.flush(); os.fsync(f.fileno())
-            bar.update(len(chunk))
+            started = [_guarded(item, task, policy, opts) for item in todo[k:k + batch_size]]
+            runs = [r for r in started if isinstance(r, _Run)]
+            trajs = iter(_drive(runs, policy, opts["style"], opts["seed"], opts["alpha"]) if runs else [])
+            records = [r if isinstance(r, dict) else next(trajs).to_record(out) for r in started]
+            for r in records:
+                if "timings" in r: stats["model_s"] += r["timings"]["model_s"]; stats["tool_s"] += r["timings"]["tool_s"]; stats["n"] += 1
+            append_jsonl(out / "trajectories.jsonl", records)
+            bar.update(len(started))
     wall = time.perf_counter() - t0
     summary = dict(policy=policy.describe(), n_samples=len(samples), n_resumed=len(samples) - len(todo), n_run=len(todo),
-                   wall_s=round(wall, 3), spectra_per_s=round(stats["n"] / wall, 3) if stats["n"] and wall > 0 else None,
-                   model_s=round(stats["model_s"], 3), tool_s=round(stats["tool_s"], 3), style=kw.get("style", "spec-o3"))
+                   n_retried=len(retry), wall_s=round(wall, 3), spectra_per_s=round(stats["n"] / wall, 3) if stats["n"] and wall > 0 else None,
+                   model_s=round(stats["model_s"], 3), tool_s=round(stats["tool_s"], 3), style=opts["style"])
     summary["passes"] = _passes(out / "summary.json") + ([_pass(summary)] if todo else [])
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    atomic_write(out / "summary.json", json.dumps(summary, indent=1))
     return summary
 
 def _pass(s): return {k: s.get(k) for k in ("n_run", "wall_s", "spectra_per_s", "model_s", "tool_s")}
@@ -410,5 +429,7 @@ def _passes(path):
 
 def read_trajectories(out_dir # a `run` folder
                      ) -> list[dict]:
-    "The records of a run folder, in the order they were written."
-    with open(Path(out_dir) / "trajectories.jsonl", encoding="utf-8") as f: return [json.loads(l) for l in f if l.strip()]
+    "The records of a run folder, in the order they were written (a broken line is skipped with a warning naming it)."
+    path = Path(out_dir) / "trajectories.jsonl"
+    if not path.exists(): raise FileNotFoundError(f"{out_dir}: no trajectories.jsonl (not a run folder?)")
+    return read_jsonl(path, require=("sample_id",))

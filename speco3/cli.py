@@ -5,6 +5,7 @@
 # %% ../nbs/91_cli.ipynb #f50ec2cd
 from __future__ import annotations
 import argparse, json, sys
+from collections import Counter
 from pathlib import Path
 from .reproduce import PROFILES
 
@@ -37,15 +38,29 @@ def _vet_items(a):
     else: items = expand_inputs(a.inputs, targets=a.target)
     if a.task is None and not all(isinstance(i, dict) and i.get("data_source") for i in items):
         raise ValueError("--task is required for spectrum files and tables without a data_source column (e.g. --task cv)")
+    _check_task(items, a.task)
     return items[:a.limit] if a.limit else items
+
+def _check_task(items, task):
+    "Refuse a --task that contradicts the task rows carry themselves (it would vet and score them as another task)."
+    own = Counter(i["data_source"] for i in items if isinstance(i, dict) and i.get("data_source"))
+    if task is None or not (other := {k: n for k, n in own.items() if k != task}): return
+    said = ", ".join(f"{n} {k}" for k, n in sorted(other.items()))
+    raise ValueError(f"--task {task} contradicts the task the rows carry ({said} rows); drop --task, or give inputs of task {task}")
+
+def _policy_options(a):
+    "Constructor options from --timeout/--retries, which only a server (openai:) policy has."
+    kw = {k: v for k, v in (("timeout", a.timeout), ("max_retries", a.retries)) if v is not None}
+    if kw and not a.policy.startswith("openai:"): raise ValueError(f"--timeout and --retries apply to openai:<model> policies, not {a.policy}")
+    return kw
 
 def _vet(a):
     from speco3.agent import run, sample_id
     items = _vet_items(a)
-    run(items, make_policy(a.policy), a.out, task=a.task, batch_size=a.batch_size, progress=not a.quiet,
-        style=a.style, max_tool_calls=a.max_tool_calls, restart=a.restart)
+    summary = run(items, make_policy(a.policy, **_policy_options(a)), a.out, task=a.task, batch_size=a.batch_size,
+                  progress=not a.quiet, style=a.style, max_tool_calls=a.max_tool_calls, restart=a.restart, skip_failed=a.skip_failed)
     write_predictions(a.out)
-    return _closing(a.out, [sample_id(i) for i in items])
+    return _closing(a.out, [sample_id(i) for i in items], summary.get("n_retried", 0))
 
 def _why(r):
     "One line: why a record holds no verdict (the input and its reason)."
@@ -53,22 +68,28 @@ def _why(r):
     return f"{r['sample_id']}: policy failed ({r.get('error')})" if r["status"] == "policy_error" else err[-1]
 
 def _closing(run_dir, # the run folder
-             ids # the sample ids of this command
+             ids, # the sample ids of this command
+             n_retried=0 # failed samples this command tried again
             ) -> int:
     "List every input that could not be vetted with its reason (stderr), print the counts; 1 when nothing was vetted."
     from speco3.agent import read_trajectories
     want = set(ids)
     recs = [r for r in read_trajectories(run_dir) if r["sample_id"] in want]
     failed = [r for r in recs if r["status"] in ("read_error", "policy_error")]
-    for r in failed: print(f"speco3 vet: {'unreadable' if r['status'] == 'read_error' else 'not vetted'}: {_why(r)}", file=sys.stderr)
+    for r in failed: print(_escaped(f"speco3 vet: {'unreadable' if r['status'] == 'read_error' else 'not vetted'}: {_why(r)}"), file=sys.stderr)
     vetted = [r for r in recs if r["status"] not in ("read_error", "policy_error")]
     yes, no = (sum(r.get("prediction") == v for r in vetted) for v in ("YES", "NO"))
     unreadable = sum(r["status"] == "read_error" for r in failed)
     print(f"vetted {len(vetted)} of {len(ids)}: {yes} YES, {no} NO, {len(vetted) - yes - no} without a verdict; "
-          f"{unreadable} unreadable" + (f", {len(failed) - unreadable} policy errors" if len(failed) > unreadable else "") + f" ({run_dir})")
+          f"{unreadable} unreadable" + (f", {len(failed) - unreadable} policy errors" if len(failed) > unreadable else "")
+          + (f"; {n_retried} failed before and retried" if n_retried else "") + _escaped(f" ({run_dir})"))
     if vetted: return 0
     print("speco3 vet: nothing could be vetted", file=sys.stderr)
     return 1
+
+def _escaped(text):
+    "Text with lone surrogates (a file name that is not UTF-8) written as \\udcff escapes, which every table writer takes."
+    return text.encode("utf-8", "backslashreplace").decode("utf-8") if isinstance(text, str) else text
 
 def write_predictions(run_dir # a `speco3 vet` run folder
                      ) -> dict | None:
@@ -76,16 +97,17 @@ def write_predictions(run_dir # a `speco3 vet` run folder
     from speco3.agent import read_trajectories
     from speco3.metrics import predictions_frame, evaluate
     recs = read_trajectories(run_dir)
-    rows = [{"sample_id": r["sample_id"], "task": r.get("task"), "truth": r.get("truth"), "prediction": r.get("prediction"),
+    rows = [{"sample_id": _escaped(r["sample_id"]), "task": r.get("task"), "truth": r.get("truth"), "prediction": r.get("prediction"),
              "status": r.get("status"), "format_ok": r.get("format_ok"), "n_tool_calls": r.get("n_tool_calls", 0),
              "reward": r.get("reward")} for r in recs]
     import pandas as pd
-    pd.DataFrame(rows).to_csv(Path(run_dir) / "predictions.csv", index=False)
+    from speco3.io import atomic_write
+    atomic_write(Path(run_dir) / "predictions.csv", pd.DataFrame(rows).to_csv(index=False))
     scored = [r for r in rows if r["truth"] in ("YES", "NO") and r["task"]]
     if not scored: return None
     ev = evaluate(predictions_frame(scored), n_boot=1000, seed=0)
     metrics = ev.to_dict()
-    (Path(run_dir) / "metrics.json").write_text(json.dumps(metrics, indent=1))
+    atomic_write(Path(run_dir) / "metrics.json", json.dumps(metrics, indent=1))
     return metrics
 
 def _train_sft(a):
@@ -107,6 +129,22 @@ def _train_grpo(a):
 def _view(a):
     from speco3.view import write_report
     print(write_report(a.run_dir, a.out, a.max_samples))
+
+def _at_least(low):
+    "An argparse type: an integer >= low."
+    def parse(text):
+        try: n = int(text)
+        except ValueError: raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if n < low: raise argparse.ArgumentTypeError(f"must be >= {low}, got {n}")
+        return n
+    return parse
+
+def _positive(text):
+    "An argparse type: a number > 0."
+    try: x = float(text)
+    except ValueError: raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not x > 0 or x == float("inf"): raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return x
 
 def _parser():
     from speco3.prompts import TASKS
@@ -131,8 +169,11 @@ def _parser():
     v.add_argument("--target", action="append", metavar="ID",
                    help="vet only this DESI TARGETID or table row id (repeatable); default: every science target")
     v.add_argument("--style", default="spec-o3", choices=["spec-o3", "fast"], help="renderer style of the images")
-    v.add_argument("--batch-size", type=int, default=8); v.add_argument("--max-tool-calls", type=int, default=8)
-    v.add_argument("--limit", type=int, help="vet only the first N samples"); v.add_argument("--quiet", action="store_true")
+    v.add_argument("--batch-size", type=_at_least(1), default=8); v.add_argument("--max-tool-calls", type=_at_least(0), default=8)
+    v.add_argument("--limit", type=_at_least(1), help="vet only the first N samples"); v.add_argument("--quiet", action="store_true")
+    v.add_argument("--skip-failed", action="store_true", help="do not retry samples that failed before (unreadable, policy errors)")
+    v.add_argument("--timeout", type=_positive, help="openai: seconds a request may take in all, reply included (default 120)")
+    v.add_argument("--retries", type=_at_least(0), help="openai: further attempts after a failed request (default 4)")
     v.set_defaults(run=_vet)
 
     train = sub.add_parser("train", help="train a policy").add_subparsers(dest="action", required=True)

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 from .spectrum import Spectrum, SpectrumError
 from .agent import Sample, as_sample, inspect_batch, read_trajectories
+from .io import atomic_write, read_jsonl, append_jsonl
 from .policy import Episode, Policy
 from .prompts import TASKS, PAPER_TASKS, OOD_TASKS, MAX_TOOL_CALLS, system_text
 from .reward import parse, wavelength_mentions, WAVELENGTH_RANGE
@@ -201,18 +202,16 @@ def draft(samples, # Samples or benchmark rows (see `pick_samples`, `simulate_sa
     unlabelled = [s.sample_id for s in keep if s.truth is None]
     if unlabelled: raise ValueError(f"{unlabelled[0]}: no label; drafts are made for labelled samples only ({len(unlabelled)} without)")
     jsonl = out / "trajectories.jsonl"
-    done = {r["sample_id"] for r in read_trajectories(out)} if jsonl.exists() else set()
+    done = {r["sample_id"] for r in read_jsonl(jsonl, repair=True, require=("sample_id",))}  # a killed run's torn line is cut
     other = sorted(done - {s.sample_id for s in items})
     if other: raise ValueError(f"{out}: holds {len(other)} drafts of samples not asked for now (e.g. {other[0]}): it belongs to another "
                                "draft run; use a new folder (a killed run is resumed by calling draft again with the same samples)")
     todo = [s for s in keep if s.sample_id not in done]
-    with open(jsonl, "a", encoding="utf-8") as f:
-        for i in tqdm(range(0, len(todo), batch_size), disable=not progress, desc=f"drafting ({policy.name})"):
-            chunk = todo[i:i + batch_size]
-            for s, t in zip(chunk, inspect_batch(chunk, policy, style=style, max_tool_calls=max_tool_calls)):
-                f.write(json.dumps({**t.to_record(out), **_provenance(s, policy, guided)}, ensure_ascii=False, default=float) + "\n")
-            f.flush()
-    records = read_trajectories(out)
+    for i in tqdm(range(0, len(todo), batch_size), disable=not progress, desc=f"drafting ({policy.name})"):
+        chunk = todo[i:i + batch_size]
+        append_jsonl(jsonl, [{**t.to_record(out), **_provenance(s, policy, guided)}
+                             for s, t in zip(chunk, inspect_batch(chunk, policy, style=style, max_tool_calls=max_tool_calls))])
+    records = read_jsonl(jsonl, require=("sample_id",))
     summary = {"drafter": policy.describe(), "guided": guided, "style": style, "min_snr": min_snr, "tasks": list(tasks),
                "n_records": len(records), "n_new": len(todo), "skipped": dict(skipped),
                "per_task": {t: dict(Counter(r["truth"] for r in records if r["task"] == t)) for t in tasks}}
@@ -391,13 +390,11 @@ def _split_sheet_text(text):
 
 # %% ../nbs/12_coldstart.ipynb #12897834
 def _events(run_dir):
-    p = Path(run_dir) / "review_state.jsonl"
-    if not p.exists(): return []
-    with open(p, encoding="utf-8") as f: return [json.loads(l) for l in f if l.strip()]
+    "The review log's events; a torn line (a killed writer) is skipped with a warning naming the file."
+    return read_jsonl(Path(run_dir) / "review_state.jsonl", require=("sample_id", "event"))
 
 def _append(run_dir, events):
-    with open(Path(run_dir) / "review_state.jsonl", "a", encoding="utf-8") as f:
-        for e in events: f.write(json.dumps(e, ensure_ascii=False) + "\n")
+    if events: append_jsonl(Path(run_dir) / "review_state.jsonl", events)
 
 def _state(s, min_accept, max_reject):
     votes = Counter(s["votes"].values())
@@ -506,16 +503,17 @@ def export_review(run_dir, # the draft run folder
     _append(run_dir, new)
     st = replay(events + new)
     cur = [_current(recs[sid], s) for sid, s in st.items()]
-    with open(run_dir / sheet, "w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, SHEET_COLUMNS)
-        w.writeheader()
-        for r in cur:
-            s = st[r["sample_id"]]
-            w.writerow({"sample_id": r["sample_id"], "task": r["task"], "truth": r.get("truth"), "prediction": r.get("prediction"),
-                        "drafter": r.get("drafter") or r["policy"].get("name"), "state": s["state"], "revision": s["revision"],
-                        "n_accept": sum(v == "accept" for v in s["votes"].values()),
-                        "n_reject": sum(v == "reject" for v in s["votes"].values()),
-                        "text": _sheet_text([t["text"] for t in r["turns"]], r)})
+    f = io.StringIO(newline="")
+    w = csv.DictWriter(f, SHEET_COLUMNS)
+    w.writeheader()
+    for r in cur:
+        s = st[r["sample_id"]]
+        w.writerow({"sample_id": r["sample_id"], "task": r["task"], "truth": r.get("truth"), "prediction": r.get("prediction"),
+                    "drafter": r.get("drafter") or r["policy"].get("name"), "state": s["state"], "revision": s["revision"],
+                    "n_accept": sum(v == "accept" for v in s["votes"].values()),
+                    "n_reject": sum(v == "reject" for v in s["votes"].values()),
+                    "text": _sheet_text([t["text"] for t in r["turns"]], r)})
+    atomic_write(run_dir / sheet, f.getvalue())  # all or nothing: a reviewer never opens half a sheet
     if html: _review_view(run_dir, cur, run_dir / "review.html")
     return run_dir / sheet
 

@@ -4,18 +4,21 @@
 
 # %% ../nbs/01_io.ipynb #529df66f
 from __future__ import annotations
-import gzip, io as _io, json, os, re, warnings, zlib
+import gzip, io as _io, json, os, re, socket, threading, time, warnings, zlib
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from collections.abc import Mapping
 import numpy as np
 from astropy.io import fits
+from astropy.io.fits.verify import VerifyError
 from .spectrum import Spectrum, SpectrumError
 
 _all_ = ["Spectrum", "SpectrumError"]
 
 # %% auto #0
-__all__ = ['real_spectra_dir', 'read_spectrum', 'read_spectra', 'science_targets', 'write_fits', 'write_parquet', 'to_specvi_row',
+__all__ = ['MAX_DECOMPRESSED', 'real_spectra_dir', 'read_spectrum', 'read_spectra', 'science_targets', 'atomic_write',
+           'read_jsonl', 'append_jsonl', 'RunLocked', 'run_lock', 'write_fits', 'write_parquet', 'to_specvi_row',
            'Spectrum', 'SpectrumError']
 
 # %% ../nbs/01_io.ipynb #f8098717
@@ -116,32 +119,52 @@ def read_spectrum(source, # path to a FITS/.fits.gz/parquet/text file, or a tabl
     opts = dict(index=index, targetid=targetid, exposure=exposure, row=row, id=id, columns=columns, medium=medium)
     try: s = _read(source, opts)
     except SpectrumError: raise
-    except (OSError, EOFError, KeyError, IndexError, TypeError, ValueError, AttributeError, zlib.error) as e:
+    except _READ_ERRORS as e:
         raise SpectrumError(f"{_label(source)}: could not read ({type(e).__name__}: {_oneline(e)})") from e
     if redshift is not None:
         s = s.replace(redshift=redshift, meta={**s.meta, "redshift_source": "user", "redshift_known": True})
     return s
 
 # %% ../nbs/01_io.ipynb #ce483eb3
+_READ_ERRORS = (OSError, EOFError, KeyError, IndexError, TypeError, ValueError, AttributeError, zlib.error, VerifyError)
+MAX_DECOMPRESSED = 256 * 2**20  # bytes a gzipped file may expand to; more is refused (a gzip bomb), never held in memory
+
+def _gunzip(raw: bytes, path, limit=None) -> bytes:
+    "The decompressed bytes of a gzip file, read in pieces and refused once they pass `limit` (default MAX_DECOMPRESSED)."
+    limit, buf = MAX_DECOMPRESSED if limit is None else limit, bytearray()
+    try:
+        with gzip.GzipFile(fileobj=_io.BytesIO(raw)) as g:
+            while chunk := g.read(2**22):
+                if len(buf) + len(chunk) > limit:
+                    raise SpectrumError(f"{path}: decompresses to more than {limit / 2**20:g} MiB (a gzip bomb?); refused")
+                buf += chunk
+    except (OSError, EOFError, zlib.error) as e:
+        raise SpectrumError(f"{path}: corrupt or truncated gzip file ({_oneline(e)})") from e
+    return bytes(buf)
+
+def _checksum_failures(caught) -> list[str]:
+    "The CHECKSUM/DATASUM failures astropy warned about while opening a file (it warns, it does not raise)."
+    return [_oneline(w.message) for w in caught if "verification failed" in str(w.message).lower()]
+
 def _open_fits(path: Path) -> fits.HDUList:
-    "The HDUs of a (possibly gzipped) FITS file, fully read; corrupt or truncated files raise `SpectrumError`."
+    "The HDUs of a (possibly gzipped) FITS file, fully read and checksum-verified; corrupt or truncated files raise `SpectrumError`."
     raw = path.read_bytes()
-    if raw[:2] == b"\x1f\x8b":
-        try: raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as e:
-            raise SpectrumError(f"{path}: corrupt or truncated gzip file ({_oneline(e)})") from e
+    if raw[:2] == b"\x1f\x8b": raw = _gunzip(raw, path)
     if not raw.startswith(b"SIMPLE  ="):
         raise SpectrumError(f"{path}: not a FITS file (it does not start with a SIMPLE card)")
     if len(raw) % 2880:
         raise SpectrumError(f"{path}: truncated or corrupt FITS file ({len(raw)} bytes is not a whole number of 2880-byte blocks)")
     try:
-        with warnings.catch_warnings():  # we say it ourselves, below, as an error
+        with warnings.catch_warnings(record=True) as caught:  # truncation we say ourselves, below, as an error
+            warnings.simplefilter("always")
             warnings.filterwarnings("ignore", message="File may have been truncated")
-            h = fits.open(_io.BytesIO(raw), lazy_load_hdus=False)
+            h = fits.open(_io.BytesIO(raw), lazy_load_hdus=False, checksum=True)
         last = h.fileinfo(len(h) - 1)
         end = last["datLoc"] + last["datSpan"]
-    except (OSError, ValueError, TypeError, IndexError) as e:
+    except (OSError, ValueError, TypeError, IndexError, KeyError, VerifyError) as e:
         raise SpectrumError(f"{path}: corrupt FITS file ({_oneline(e)})") from e
+    if bad := _checksum_failures(caught): raise SpectrumError(f"{path}: corrupt FITS file ({bad[0]}); refused")
+    for w in caught: warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if end > len(raw): raise SpectrumError(f"{path}: truncated FITS file ({len(raw)} bytes, the headers promise {end})")
     return h
 
@@ -422,7 +445,7 @@ def read_spectra(source, # path to any file `read_spectrum` reads
                     except SpectrumError as e: warnings.warn(f"skipped: {e}")
                 return out
     except SpectrumError: raise
-    except (OSError, EOFError, KeyError, IndexError, TypeError, ValueError, AttributeError, zlib.error) as e:
+    except _READ_ERRORS as e:
         raise SpectrumError(f"{source}: could not read ({type(e).__name__}: {_oneline(e)})") from e
     return [read_spectrum(source)]
 
@@ -434,8 +457,10 @@ def science_targets(source, # path to any file `read_spectrum` reads
     if _file_kind(path) != "fits": return None
     h = _open_fits(path)
     if _fits_layout(h, path) != "desi-coadd": return None
-    fm = h["FIBERMAP"].data
-    return [int(t) for t in np.asarray(fm["TARGETID"])[_desi_science(fm)]]
+    try:
+        fm = h["FIBERMAP"].data
+        return [int(t) for t in np.asarray(fm["TARGETID"])[_desi_science(fm)]]
+    except _READ_ERRORS as e: raise SpectrumError(f"{path}: could not read its FIBERMAP ({type(e).__name__}: {_oneline(e)})") from e
 
 # %% ../nbs/01_io.ipynb #c2b3e044
 _SNR_BAND = {"LAMOST_LRS": "g", "SDSS": "all"}
@@ -600,6 +625,119 @@ def _read_text(path: Path, columns=None, medium=None) -> Spectrum:
     meta = _base_meta(path, "text", id=path.stem, object=path.stem, medium=medium or "vacuum", text_columns=used)
     return _spectrum(a[:, pos["wavelength"]], a[:, pos["flux"]], ivar, mask, 0.0, meta)
 
+# %% ../nbs/01_io.ipynb #d9656d6a
+def _tmp_of(path: Path) -> Path:
+    "A temporary name beside `path` that keeps its suffix (writers pick the format from it, e.g. .fits.gz)."
+    return path.with_name(f".tmp-{os.getpid()}-{threading.get_ident()}-{path.name}")
+
+def _fsync(path: Path):
+    with open(path, "rb+") as f: os.fsync(f.fileno())
+
+def atomic_write(path, # the file to write or replace
+                 data # str (UTF-8, unencodable characters escaped), bytes, or a function that writes the path it is given
+                ) -> Path:
+    "Write `path` all at once: a temporary file beside it, flushed to disk, renamed over it; a crash never leaves half a file."
+    path = Path(path)
+    tmp = _tmp_of(path)
+    try:
+        if callable(data): data(tmp)
+        else: tmp.write_bytes(data.encode("utf-8", "backslashreplace") if isinstance(data, str) else bytes(data))
+        _fsync(tmp)
+        os.replace(tmp, path)
+    finally: tmp.unlink(missing_ok=True)
+    return path
+
+def _objects(line: bytes) -> list | None:
+    "The JSON objects on one line (two glued rows give two); None when it holds anything else."
+    try: text, dec, out, i = line.decode("utf-8").strip(), json.JSONDecoder(), [], 0
+    except UnicodeDecodeError: return None
+    while i < len(text):
+        try: obj, i = dec.raw_decode(text, i)
+        except ValueError: return None
+        if not isinstance(obj, dict): return None
+        out.append(obj)
+        while i < len(text) and text[i].isspace(): i += 1
+    return out
+
+def read_jsonl(path, # a JSON-lines log: one JSON object a line
+               repair:bool=False, # rewrite the file without its broken lines (and with a final newline)
+               require:tuple=() # keys every row must have; a row without one counts as broken
+              ) -> list[dict]:
+    "The rows of a JSONL log in order; a broken line is skipped with a warning naming the file and line, the rows after it kept."
+    path = Path(path)
+    if not path.exists(): return []
+    raw = path.read_bytes()
+    rows, good, bad = [], [], []
+    for n, line in enumerate(raw.split(b"\n"), 1):
+        if not line.strip(): continue
+        objs = _objects(line)
+        if objs is None or any(k not in o for o in objs for k in require): bad.append(n); continue
+        rows += objs
+        good += [json.dumps(o, ensure_ascii=False).encode("utf-8", "backslashreplace") for o in objs] if len(objs) > 1 else [line]
+    if bad: warnings.warn(f"{path}: skipped {len(bad)} broken line(s) (line {', '.join(map(str, bad[:5]))}{', …' if len(bad) > 5 else ''})")
+    tidy = b"".join(l + b"\n" for l in good)
+    if repair and tidy != raw: atomic_write(path, tidy)
+    return rows
+
+def append_jsonl(path, # the JSONL log (created when missing)
+                 rows # dicts to append, one line each
+                ) -> None:
+    "Append `rows` durably (flushed to disk); a torn last line is repaired first, so no row is glued onto it."
+    path = Path(path)
+    data = b"".join(json.dumps(r, ensure_ascii=False, default=float).encode("utf-8", "backslashreplace") + b"\n" for r in rows)
+    if path.exists() and path.stat().st_size:
+        with open(path, "rb") as f: f.seek(-1, 2); torn = f.read(1) != b"\n"
+        if torn: read_jsonl(path, repair=True)
+    with open(path, "ab") as f:
+        f.write(data); f.flush(); os.fsync(f.fileno())
+
+
+# %% ../nbs/01_io.ipynb #12711378
+class RunLocked(FileExistsError):
+    "A folder another live process is writing."
+
+def _lock_owner(path: Path):
+    "(pid, host) written in a lock file, or (None, None) when it is empty or unreadable."
+    try: pid, host = path.read_text().split()[:2]; return int(pid), host
+    except (OSError, ValueError): return None, None
+
+def _alive(pid, host) -> bool:
+    "Whether the process that wrote a lock may still run (a process on another host is assumed to)."
+    if host != socket.gethostname(): return True
+    try: os.kill(pid, 0)
+    except ProcessLookupError: return False
+    except PermissionError: return True
+    return True
+
+def _stale(path: Path) -> bool:
+    pid, host = _lock_owner(path)
+    if pid is None:  # a writer between creating and filling it, or a crash right then
+        try: return time.time() - path.stat().st_mtime > 10
+        except FileNotFoundError: return True
+    return not _alive(pid, host)
+
+@contextmanager
+def run_lock(folder, # the folder to hold (created when missing)
+             name:str=".lock" # the lock file in it
+            ):
+    "Hold `folder` for one writer: a second is refused with `RunLocked` naming the holder; a lock of a dead process is taken over."
+    folder = Path(folder); folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    for _ in range(3):
+        try: fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            if not _stale(path):
+                pid, host = _lock_owner(path)
+                raise RunLocked(f"{folder}: in use by another process (pid {pid} on {host}, lock {path.name}); "
+                                "wait for it to finish, or use another folder") from None
+            path.unlink(missing_ok=True); continue
+        with os.fdopen(fd, "w") as f: f.write(f"{os.getpid()} {socket.gethostname()}\n")
+        break
+    else: raise RunLocked(f"{folder}: cannot take the lock {path.name}")
+    try: yield path
+    finally: path.unlink(missing_ok=True)
+
+
 # %% ../nbs/01_io.ipynb #9813c421
 def _jsonable(x):
     "Meta as plain JSON types (numpy scalars/arrays, paths and tuples converted)."
@@ -632,7 +770,9 @@ def write_fits(spectrum:Spectrum, # the spectrum to save
         if _num(m.get(key)) is not None: hdr[key.upper()] = float(m[key])
     hdr["META"] = json.dumps({"meta": _jsonable(m), "redshift": s.redshift}, ensure_ascii=True)
     path = Path(path)
-    try: fits.HDUList([prim, fits.BinTableHDU.from_columns(cols, name="COADD")]).writeto(path, overwrite=overwrite)
+    if path.exists() and not overwrite: raise SpectrumError(f"{path}: exists (pass overwrite=True to replace it)")
+    hdul = fits.HDUList([prim, fits.BinTableHDU.from_columns(cols, name="COADD")])
+    try: atomic_write(path, lambda tmp: hdul.writeto(tmp))
     except OSError as e: raise SpectrumError(f"{path}: cannot write ({_oneline(e)})") from e
     return path
 
@@ -671,7 +811,7 @@ def write_parquet(spectra, # a Spectrum or a list of them
                         ("flux", f64), ("ivar", f64), ("mask", pa.list_(pa.bool_())), ("redshift", pa.float64()),
                         ("snr", pa.float64()), ("wave_medium", txt), ("flux_unit", txt), ("meta", txt)])
     path = Path(path)
-    try: pq.write_table(pa.Table.from_pylist(rows, schema=schema), path, compression="zstd")
+    try: atomic_write(path, lambda tmp: pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp, compression="zstd"))
     except OSError as e: raise SpectrumError(f"{path}: cannot write ({_oneline(e)})") from e
     return path
 

@@ -4,7 +4,7 @@
 
 # %% ../nbs/08c_remote.ipynb #2a2655b0
 from __future__ import annotations
-import base64, email.utils, http.client, io, json, os, random, re, threading, time
+import base64, email.utils, http.client, io, json, os, random, re, socket, ssl, threading, time
 import urllib.error, urllib.parse, urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
@@ -214,6 +214,34 @@ def _reply_text(message # choices[0].message of a chat completion
     return "\n".join(lines)
 
 # %% ../nbs/08c_remote.ipynb #1633a879
+_TL = threading.local()  # the sockets the current thread's request opened (a list set by `_send`)
+
+def _track(sock):
+    box = getattr(_TL, "socks", None)
+    if box is not None: box.append(sock)
+
+def _shut(socks):
+    "Cut connections at once (a blocked read in another thread returns)."
+    for s in list(socks):
+        try: s.shutdown(socket.SHUT_RDWR)
+        except OSError: pass
+
+class _HTTPConnection(http.client.HTTPConnection):
+    "An HTTP connection whose socket `_send` can cut when its deadline passes."
+    def connect(self): super().connect(); _track(self.sock)
+
+class _HTTPSConnection(http.client.HTTPSConnection):
+    "An HTTPS connection whose socket `_send` can cut when its deadline passes."
+    def connect(self): super().connect(); _track(self.sock)
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def http_open(self, req): return self.do_open(_HTTPConnection, req)
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self):
+        self.context = ssl.create_default_context(); super().__init__(context=self.context)
+    def https_open(self, req): return self.do_open(_HTTPSConnection, req, context=self.context)
+
 class RemoteError(RuntimeError):
     "A request that failed for good; `status` is the HTTP status (None for connection failures and timeouts)."
     def __init__(self, message, status=None, attempts=1):
@@ -260,7 +288,7 @@ class OpenAIPolicy(Policy):
                  base_url=None,       # API root up to /v1, e.g. http://localhost:8000/v1; default: $OPENAI_BASE_URL
                  api_key=None,        # bearer token; default: $OPENAI_API_KEY; none: no Authorization header
                  max_concurrency=8,   # requests in flight at most (keep a batching server busy, never flooded)
-                 timeout=120,         # s a request may wait for the server (connect, and between bytes of the reply)
+                 timeout=120,         # s one attempt may take in all: connecting, waiting and reading the whole reply
                  max_retries=4,       # further attempts after a connection error, timeout, 408, 429 or 5xx
                  backoff=1.0,         # s; the k-th retry waits backoff·2^k (×0.5–1.5 jitter) unless Retry-After says
                  temperature=0.0,     # sampling temperature; None leaves it out (models that reject it)
@@ -277,7 +305,7 @@ class OpenAIPolicy(Policy):
         if tool_mode not in TOOL_MODES: raise ValueError(f"OpenAIPolicy: tool_mode {tool_mode!r} is unknown; use 'text' or 'native'")
         if image_format not in IMAGE_FORMATS: raise ValueError(f"OpenAIPolicy: image_format {image_format!r} is unknown; use 'png' or 'jpeg'")
         if int(max_concurrency) < 1: raise ValueError(f"OpenAIPolicy: max_concurrency must be >= 1, got {max_concurrency}")
-        if not timeout or timeout <= 0: raise ValueError(f"OpenAIPolicy: timeout must be > 0 s, got {timeout}")
+        if not timeout or not 0 < timeout < float("inf"): raise ValueError(f"OpenAIPolicy: timeout must be > 0 s, got {timeout}")
         if int(max_retries) < 0 or backoff < 0: raise ValueError("OpenAIPolicy: max_retries and backoff must be >= 0")
         if extra_body is not None and not isinstance(extra_body, dict): raise ValueError("OpenAIPolicy: extra_body must be a dict")
         self.model, self.base_url = str(model), _base_url(base_url)
@@ -290,7 +318,9 @@ class OpenAIPolicy(Policy):
         self._rng = random.Random(0 if seed is None else seed)
         local = urllib.parse.urlsplit(self.base_url).hostname in ("localhost", "127.0.0.1", "::1")
         # a local server is reached directly, whatever proxy the environment sets for the outside world
-        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({})) if local else urllib.request.build_opener()
+        handlers = [_HTTPHandler, _HTTPSHandler()] + ([urllib.request.ProxyHandler({})] if local else [])
+        self._opener = urllib.request.build_opener(*handlers)
+        self._cancel, self._live = threading.Event(), {}  # set by cancel(); the sockets of requests in flight
         self.log = []  # one record per request: sample_id, step, ok, status, attempts, latency_s, total_s, tokens, error
 
     def __repr__(self):
@@ -326,11 +356,38 @@ def _redact(self:OpenAIPolicy, text):
     "`text` with the API key cut out (a server may echo it back)."
     return text.replace(self._key, "***") if self._key and len(self._key) >= 4 else text
 
+def _cancel(self:OpenAIPolicy):
+    "Stop at once: cut every request in flight and every wait between attempts (what Ctrl-C does)."
+    self._cancel.set()
+    with self._lock: live = [s for socks in self._live.values() for s in socks]
+    _shut(live)
+
+def _pause(self:OpenAIPolicy, seconds):
+    "Wait between two attempts; `cancel()` ends the wait at once."
+    self._cancel.wait(seconds)
+
 def _send(self:OpenAIPolicy, data):
-    "One POST; the parsed reply, or `_Failure` saying what went wrong and whether to try again."
+    "One POST within `timeout` s in all; the parsed reply, or `_Failure` saying what went wrong and whether to try again."
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     if self._key: headers["Authorization"] = f"Bearer {self._key}"
     req = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
+    socks, cut = [], threading.Event()
+    timer = threading.Timer(self.timeout, lambda: (cut.set(), _shut(socks)))
+    timer.daemon, _TL.socks = True, socks
+    with self._lock: self._live[id(socks)] = socks
+    timer.start()
+    try: raw = self._exchange(req)
+    except _Failure:
+        if self._cancel.is_set(): raise _Failure("interrupted", None, False) from None
+        if cut.is_set(): raise _Failure(f"no complete reply within {self.timeout:g} s (timeout)", None, True) from None
+        raise
+    finally:
+        timer.cancel(); _TL.socks = None
+        with self._lock: self._live.pop(id(socks), None)
+    return self._parse(raw)
+
+def _exchange(self:OpenAIPolicy, req):
+    "The raw reply body of one request, or `_Failure`."
     try:
         with self._opener.open(req, timeout=self.timeout) as r: raw = r.read()
     except urllib.error.HTTPError as e:
@@ -344,6 +401,10 @@ def _send(self:OpenAIPolicy, data):
         raise _Failure(f"cannot connect: {e.reason}", None, True)
     except (OSError, http.client.HTTPException) as e:  # reset, refused, a reply cut short
         raise _Failure(f"connection failed: {type(e).__name__}: {e}", None, True)
+    return raw
+
+def _parse(self:OpenAIPolicy, raw):
+    "The reply as JSON with a choices[0].message, or `_Failure`."
     try: reply = json.loads(raw)
     except ValueError: raise _Failure(f"the reply is not JSON: {_one_line(raw.decode('utf-8', 'replace'), 80)!r}", 200)
     choices = reply.get("choices") if isinstance(reply, dict) else None
@@ -356,6 +417,7 @@ def _post(self:OpenAIPolicy, body, entry):
     "Send `body`, retrying what may pass; the reply, or RemoteError. Attempts and latency go into `entry`."
     data = json.dumps(body, ensure_ascii=False).encode("utf-8")
     for attempt in range(self.max_retries + 1):
+        if self._cancel.is_set(): raise RemoteError(f"POST {_shown(self.url)}: interrupted", None, attempt)
         entry["attempts"], t0 = attempt + 1, time.perf_counter()
         try:
             with self._slots: return self._send(data)
@@ -370,7 +432,7 @@ def _post(self:OpenAIPolicy, body, entry):
                 wait = min(self.backoff * 2 ** attempt, MAX_BACKOFF) * jitter
         finally:
             entry["latency_s"] = round(time.perf_counter() - t0, 4)  # of the last attempt
-        time.sleep(wait)
+        self._pause(wait)
 
 def _one(self:OpenAIPolicy, episode):
     "The next assistant text of one episode, or the Exception that stopped it (never raised)."
@@ -393,9 +455,12 @@ def _act(self:OpenAIPolicy,
         ) -> list:
     "One request per episode, up to `max_concurrency` at once; texts (or Exceptions) in the episodes' order."
     if not episodes: return []
+    self._cancel.clear()
     pool = ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(episodes)), thread_name_prefix="speco3-remote")
     try: return list(pool.map(self._one, episodes))
-    finally: pool.shutdown(wait=False, cancel_futures=True)  # on Ctrl-C, requests not yet sent are dropped at once
+    except BaseException:  # Ctrl-C: requests in flight are cut, so their threads end within moments and the process can exit
+        self.cancel(); raise
+    finally: pool.shutdown(wait=False, cancel_futures=True)  # requests not yet sent are dropped at once
 
 def _stats(self:OpenAIPolicy) -> dict:
     "Traffic so far: requests, failures, retries, tokens the server reported, truncated replies, latency."
@@ -410,4 +475,5 @@ def _stats(self:OpenAIPolicy) -> dict:
             "latency_p95_s": q(0.95), "latency_max_s": lat[-1] if lat else None}
 
 OpenAIPolicy._redact, OpenAIPolicy._send, OpenAIPolicy._post, OpenAIPolicy._one = _redact, _send, _post, _one
+OpenAIPolicy._exchange, OpenAIPolicy._parse, OpenAIPolicy._pause, OpenAIPolicy.cancel = _exchange, _parse, _pause, _cancel
 OpenAIPolicy.act, OpenAIPolicy.stats = _act, _stats

@@ -8,6 +8,7 @@ import json, os, platform, subprocess, sys, time
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
+from .io import atomic_write
 
 # %% auto #0
 __all__ = ['PROFILES', 'PAPER_TASKS', 'check_profile', 'output_dirs', 'git_commit', 'environment', 'machine', 'write_run_record',
@@ -85,7 +86,7 @@ def write_run_record(results_dir, # the notebook's results folder
            "compute_s": round(wall + sum(w or 0 for w in earlier), 2), "compute_complete": None not in earlier,
            "finished_utc": _utc(), "machine": machine(), "parts": parts, "environment": environment()}
     rec["history"] = _history(path)
-    path.write_text(json.dumps(rec, indent=1, default=str))
+    atomic_write(path, json.dumps(rec, indent=1, default=str))
     return rec
 
 def _history(path):
@@ -133,7 +134,7 @@ def work_parts(run_dir, # a training run, a vetting run, or another folder of re
         stamps.append({**s, "commit": (_START_COMMIT or git_commit()) if here else None,
                        "finished_utc": _utc(t) if i == len(sessions) - 1 and t is not None else None,
                        **(machine() if here else {"cpu_count": None, "gpu": None})})
-    if stamps: ledger.write_text(json.dumps(stamps, indent=1))
+    if stamps: atomic_write(ledger, json.dumps(stamps, indent=1))
     start = _utc(started)
     return [{"what": what, **s, "this_run": bool(s["finished_utc"] and s["finished_utc"] >= start)} for s in stamps]
 
@@ -156,7 +157,7 @@ def save_predictions(results_dir, # e.g. out_dir/results/main
     cols = ["sample_id", "task", "truth", "prediction", "status", "format_ok"]
     df = pd.DataFrame([{**{c: r.get(c) for c in cols}, **_tool_fields(r)} for r in records]).assign(policy=policy)
     path = predictions_path(results_dir, policy)
-    df.to_csv(path, index=False)
+    atomic_write(path, df.to_csv(index=False))
     return path
 
 def _tool_fields(r):
@@ -193,12 +194,12 @@ def main_table_from(results_dir, # folder holding predictions_*.csv
         evals[recs[0]["policy"]] = evaluate(predictions_frame(recs), tasks=list(tasks), n_boot=n_boot, seed=seed)
     evals = dict(sorted(evals.items(), key=lambda kv: (kv[0].count(" + "), kv[0])))  # rows in pipeline order: stages named with " + "
     table = main_table(evals, tasks=list(tasks))
-    table.to_csv(Path(results_dir) / "main_table.csv")
+    atomic_write(Path(results_dir) / "main_table.csv", table.to_csv())
     head = ["policy"] + [f"{t} {m}" for t, m in table.columns]
     rows = [[name] + [f"{v:.1f}" for v in vals] for name, vals in zip(table.index, table.values)]
     md = "\n".join("| " + " | ".join(r) + " |" for r in [head, ["---"] * len(head)] + rows)
-    (Path(results_dir) / "main_table.md").write_text(md + "\n")
-    (Path(results_dir) / "main_metrics.json").write_text(json.dumps({k: v.to_dict() for k, v in evals.items()}, indent=1))
+    atomic_write(Path(results_dir) / "main_table.md", md + "\n")
+    atomic_write(Path(results_dir) / "main_metrics.json", json.dumps({k: v.to_dict() for k, v in evals.items()}, indent=1))
     return table
 
 # %% ../nbs/90_reproduce.ipynb #5b04ad39
@@ -289,7 +290,7 @@ def write_reproduce_summary(path, # the JSON file written, e.g. results/reproduc
            "wall_s": {k: round(float(v), 1) for k, v in seconds.items()}, "total_wall_s": round(sum(map(float, seconds.values())), 1),
            "disk_bytes": {d: folder_bytes(Path(out_dir) / d) for d in ("results", "figures", "data", "runs")}}
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(rec, indent=1))
+    atomic_write(path, json.dumps(rec, indent=1))
     return rec
 
 def keep_notebook(src, # an executed notebook
@@ -298,7 +299,7 @@ def keep_notebook(src, # an executed notebook
                  ) -> Path:
     "Copy `src` to `dst` with the paths of this machine replaced by placeholders (`scrub_paths`)."
     Path(dst).parent.mkdir(parents=True, exist_ok=True)
-    Path(dst).write_text(scrub_paths(Path(src).read_text(), root))
+    atomic_write(dst, scrub_paths(Path(src).read_text(), root))
     return Path(dst)
 
 def scrub_paths(text:str, # e.g. a notebook's JSON with its outputs

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64, html, json, re
 from collections import Counter
 from pathlib import Path
+from .io import atomic_write
 
 # %% auto #0
 __all__ = ['write_report']
@@ -85,5 +86,5 @@ def write_report(run_dir, # a folder written by `speco3.agent.run` (trajectories
             f"<body><h1>{html.escape(title)}</h1><p><code>{html.escape(json.dumps(policy))}</code></p>{_summary_html(recs)}"
             f"<h2>Trajectories ({len(shown)} of {len(recs)})</h2>{''.join(_trajectory_html(run_dir, r) for r in shown)}</body></html>")
     out = Path(out) if out else run_dir / "report.html"
-    out.write_text(page, encoding="utf-8")
+    atomic_write(out, page)
     return out

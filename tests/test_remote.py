@@ -25,7 +25,8 @@ ANSWER_TEXT = "<think>Broad Hα, FWHM about 28 Å.</think>\n<answer>\\boxed{YES}
 
 class FakeServer:
     """An OpenAI-style server on 127.0.0.1 in a thread. `respond(body, n)` (n = request number from 0) returns
-    ("ok", message dict) | ("status", code, body bytes, headers) | ("raw", bytes) | ("sleep", s, action).
+    ("ok", message dict) | ("status", code, body bytes, headers) | ("raw", bytes) | ("sleep", s, action)
+    | ("trickle", bytes, seconds per byte).
     It records headers and bodies of every request and the most requests it ever had in flight."""
 
     def __init__(self, respond):
@@ -65,6 +66,7 @@ class FakeServer:
                                       "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}}).encode()
                     return self.send(200, out)
                 if kind == "raw": return self.send(200, action[1])
+                if kind == "trickle": return self.trickle(action[1], action[2])
                 return self.send(action[1], action[2], action[3] if len(action) > 3 else {})
 
             def send(self, code, data, headers={}):
@@ -74,6 +76,16 @@ class FakeServer:
                 self.send_header("Content-Length", str(len(data)))
                 for k, v in headers.items(): self.send_header(k, v)
                 self.end_headers(); self.wfile.write(data)
+
+            def trickle(self, data, delay):
+                "A 200 reply whose body comes one byte every `delay` seconds (a server that never quite times out)."
+                self.done()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers(); self.wfile.flush()
+                for b in data:
+                    self.wfile.write(bytes([b])); self.wfile.flush(); time.sleep(delay)
 
             def log_message(self, *a): pass
 
@@ -221,16 +233,15 @@ def test_500_then_success_is_retried():
 
 
 class Clock:
-    "Stands in for speco3.remote's `time`: records the waits the policy asks for instead of sleeping."
-    perf_counter = staticmethod(time.perf_counter)
+    "Stands in for the policy's pause between attempts: records the waits it asks for instead of waiting."
     def __init__(self): self.waits = []
-    def sleep(self, seconds): self.waits.append(seconds)
+    def pause(self, seconds): self.waits.append(seconds)
 
 
 def test_429_honours_retry_after(monkeypatch):
     import speco3.remote as remote
     clock = Clock()
-    monkeypatch.setattr(remote, "time", clock)
+    monkeypatch.setattr(remote.OpenAIPolicy, "_pause", lambda policy, seconds: clock.pause(seconds))
     with serve(lambda body, n: ("status", 429, b'{"error": {"message": "slow down"}}', {"Retry-After": "7"}) if n == 0
                else say("fine")) as fake:
         out = policy(fake, backoff=0.001).act([episode()])
