@@ -371,7 +371,7 @@ def test_gzip_bomb_is_refused_without_filling_memory(tmp_path):
 
 def test_folder_of_good_and_hostile_files(tmp_path):
     bad = hostile_folder(tmp_path / "in")
-    inputs = [*GOOD, *bad, tmp_path / "in" / "missing.fits"]
+    inputs = [*LAMOST, *bad, tmp_path / "in" / "missing.fits"]
     cmd = [sys.executable, "-c", "import sys; from speco3.cli import main; sys.exit(main(sys.argv[1:]))", "vet",
            *map(str, inputs), "--task", "cv", "--out", str(tmp_path / "run"), *FAST]
     t0 = time.monotonic()
@@ -383,12 +383,12 @@ def test_folder_of_good_and_hostile_files(tmp_path):
     assert peak < 2 * 2**30, f"peak RSS {peak / 2**30:.2f} GiB"
     assert took < 100, took
     recs = records(tmp_path / "run")
-    for p in [*GOOD, *(p for p, why in bad.items() if why is None)]:
+    for p in [*LAMOST, *(p for p, why in bad.items() if why is None)]:
         assert recs[p.name]["status"] not in ("read_error", "policy_error"), recs[p.name]
     for p, why in bad.items():
         if why is None: continue
         assert recs[p.name]["status"] == "read_error" and why in recs[p.name]["error"], (p.name, recs[p.name]["error"])
         assert f"unreadable: {p}" in err or f"unreadable: {p.name}" in err, p.name
     assert "no such file" in recs["missing.fits"]["error"]
-    n_good = len(GOOD) + 1
+    n_good = len(LAMOST) + 1
     assert done.stdout.decode().startswith(f"vetted {n_good} of {len(inputs)}")
