@@ -4,9 +4,9 @@
 
 # %% auto #0
 __all__ = ['STYLES', 'DPI', 'MAX_TICKS', 'LINE_COLOR', 'LINE_WIDTH', 'TICK_LADDER', 'CORNERS', 'O3_LINE', 'O3_TICKS',
-           'O3_FEW_POINTS', 'O3_CORNERS', 'MAX_TITLE', 'PAD_INCHES', 'DENSE_TICKS', 'FAST_SIZE', 'bounded_steps',
-           'tick_steps', 'figure_size', 'o3_tick_steps', 'o3_figure_size', 'quadrant_corner', 'least_crowded_corner',
-           'render_reference', 'render']
+           'O3_FEW_POINTS', 'O3_CORNERS', 'MAX_TITLE', 'O3_MAX_TITLE', 'PAD_INCHES', 'DENSE_TICKS', 'FAST_SIZE',
+           'bounded_steps', 'tick_steps', 'figure_size', 'o3_tick_steps', 'o3_figure_size', 'quadrant_corner',
+           'least_crowded_corner', 'render_reference', 'x_ticks', 'render']
 
 # %% ../nbs/02_render.ipynb #9049a503
 import io, threading
@@ -131,7 +131,8 @@ def least_crowded_corner(x, # wavelengths of the finite points, ascending
     counts = [np.sum(top & right), np.sum(top & left), np.sum(bottom & right), np.sum(bottom & left)]
     return CORNERS[int(np.argmin(counts))]
 
-MAX_TITLE = 48  # characters; longer titles are cut (48 of ordinary text fit the narrowest figure)
+MAX_TITLE = 48  # characters; longer titles are cut (48 of ordinary text fit the narrowest figure of style fast)
+O3_MAX_TITLE = 40  # the same for style spec-o3 (a bolder 14 pt title over a figure 5.7 in wide at the narrowest)
 
 def _fmt_range(a, b): return f"{a:.4g} to {b:.4g}"
 
@@ -151,10 +152,10 @@ def _arrays(spectrum):
         raise SpectrumError(f"{source}: wavelength and flux must be 1-D arrays of one length, got {w.shape} and {f.shape}")
     return source, w, _unmasked(f, getattr(spectrum, "mask", None))
 
-def _one_line(title):
-    "A title on one line, cut to MAX_TITLE characters (a long label must not widen the image)."
+def _one_line(title, most=MAX_TITLE):
+    "A title on one line, cut to `most` characters (a long label must not widen the image)."
     title = " ".join(str(title).split())
-    return title[:MAX_TITLE - 1] + "…" if len(title) > MAX_TITLE else title
+    return title[:most - 1] + "…" if len(title) > most else title
 
 def _prepare(spectrum, window=None, title=None):
     "Style `fast`: points, limits, title, info text and corner of one picture; SpectrumError for an unusable window."
@@ -190,7 +191,7 @@ def _prepare_o3(spectrum, window=None, title=None):
     f, span = np.where(ok, f, np.nan), float(w.max() - w.min())
     info = (f"Data points: {len(w)}\nλ range: {w.min():.1f} - {w.max():.1f} Å\n"
             f"Flux range: {f[ok].min():.2e} - {f[ok].max():.2e}")
-    return dict(w=w, f=f, title=_one_line("Spectrum" if title is None else title), info=info,
+    return dict(w=w, f=f, title=_one_line("Spectrum" if title is None else title, O3_MAX_TITLE), info=info,
                 corner=quadrant_corner(w[ok], f[ok]), steps=o3_tick_steps(span),
                 size=o3_figure_size(span, len(w), full=window is None))
 
@@ -402,6 +403,18 @@ def _render_spec_o3(p):
         if p["size"] not in _PLOTS: _PLOTS[p["size"]] = _Plot(p["size"])
         img = _PLOTS[p["size"]].image(p)
     return _draw_reference(p) if img is None else img
+
+
+def x_ticks(spectrum, # a Spectrum, as for `render`
+            window=None # (lo, hi) in Å, or None for the full spectrum
+           ):
+    "The x positions (Å) of the major and minor ticks style `spec-o3` draws: at most MAX_TICKS of each, whatever the span."
+    p = _prepare_o3(spectrum, window)
+    with _look():
+        if p["size"] not in _PLOTS: _PLOTS[p["size"]] = _Plot(p["size"])
+        plot = _PLOTS[p["size"]]
+        _fill(plot.ax, plot.line, plot.info, p)
+        return plot.ax.xaxis.get_majorticklocs(), plot.ax.xaxis.get_minorticklocs()
 
 # %% ../nbs/02_render.ipynb #4ef030a0
 FAST_SIZE = (448, 336)              # pixels: 16 x 12 patches of 28 px

@@ -239,16 +239,17 @@ class SpectralVisualizationTool:
         lo, hi = float(w.min()), float(w.max())
         wr = wavelength_range.tolist() if isinstance(wavelength_range, np.ndarray) else wavelength_range
         about = f" for {label}." if label else "."
+        title = label if self.style == "fast" and label else None   # spec-o3 pictures carry the authors' fixed title
         try:
             if wr is None:
-                return ToolResult(text="Generated full spectrum visualization" + about, image=render(self.rest, style=self.style),
+                return ToolResult(text="Generated full spectrum visualization" + about, image=render(self.rest, style=self.style, title=title),
                                   window=(lo, hi), n_points=int(self.rest.good.sum()))
             if not (isinstance(wr, (list, tuple)) and len(wr) == 2 and wr[0] < wr[1] and wr[1] >= lo and wr[0] <= hi):
                 return ToolResult(text=f"Error: The specified wavelength range {wr} is invalid or outside the available "
                                        f"data range [{lo:.1f}, {hi:.1f}].", ok=False, error="invalid")
             n = int(np.sum((w >= wr[0]) & (w <= wr[1])))
             if n == 0: raise ValueError(f"No data points in specified wavelength range {tuple(wr)}")
-            image = render(self.rest, (wr[0], wr[1]), style=self.style)
+            image = render(self.rest, (wr[0], wr[1]), style=self.style, title=title)
             return ToolResult(text=f"Generated spectral visualization focused on wavelength range {tuple(wr)} Å" + about,
                               image=image, window=(float(wr[0]), float(wr[1])), n_points=n)
         except Exception as e:
