@@ -230,14 +230,14 @@ def _dress(ax):
     return ax.text(0.02, 0.98, "", transform=ax.transAxes, fontsize=9,
                    bbox=dict(boxstyle="round", facecolor="white", alpha=0.8))
 
-def _fill(ax, line, info, p):
+def _fill(ax, line, info, p, title_y=None):
     "Put one picture's points, tick steps, title and info box into dressed axes; limits are matplotlib's autoscale."
     line.set_data(p["w"], p["f"])
     major, minor = p["steps"]
     ax.xaxis.set_major_locator(_Steps(major, AutoLocator())); ax.xaxis.set_minor_locator(_Steps(minor, AutoMinorLocator()))
     ax.ignore_existing_data_limits = True             # data limits from these points only (a reused axes holds others)
     ax.update_datalim(np.column_stack([p["w"], p["f"]])); ax.autoscale_view()
-    ax.set_title(p["title"], fontsize=14, fontweight="bold", pad=20, parse_math=False)  # "$" is a dollar, not mathtext
+    ax.set_title(p["title"], fontsize=14, fontweight="bold", pad=20, parse_math=False, y=title_y)  # "$" is a dollar, not mathtext
     x, y, ha, va = _BOX[p["corner"]]
     info.set_text(p["info"]); info.set_position((x, y)); info.set_ha(ha); info.set_va(va)
 
@@ -383,7 +383,7 @@ class _Plot:
 
     def image(self, p):
         fig, ax = self.fig, self.ax
-        _fill(ax, self.line, self.info, p)
+        _fill(ax, self.line, self.info, p, title_y=1.0)   # where matplotlib puts it (no top ticks), without searching
         fig.subplots_adjust(**{k: mpl.rcParams[f"figure.subplot.{k}"] for k in ("left", "right", "bottom", "top")})
         _forget(ax); fig.tight_layout(); _forget(ax)
         renderer = fig.canvas.get_renderer()
