@@ -12,8 +12,8 @@ from .spectrum import Spectrum, SpectrumError
 from .render import render, STYLES
 
 # %% auto #0
-__all__ = ['TOOL_NAME', 'MIN_POINTS', 'MIN_WIDTH', 'MAX_WAVELENGTH', 'MAX_LABEL', 'EXAMPLE_CALL', 'TOOL_SCHEMA', 'ToolResult',
-           'SpectralVisualizationTool']
+__all__ = ['TOOL_NAME', 'MIN_POINTS', 'MIN_WIDTH', 'MAX_WAVELENGTH', 'MAX_LABEL', 'ERRORS', 'ERROR_REWARD', 'EXAMPLE_CALL',
+           'TOOL_SCHEMA', 'ToolResult', 'SpectralVisualizationTool']
 
 # %% ../nbs/03_tool.ipynb #ae1f0996
 TOOL_NAME = "spectral_visualization_tool"
@@ -21,6 +21,8 @@ MIN_POINTS = 5        # finite pixels a window must hold; fewer cannot show a li
 MIN_WIDTH = 1.0       # Å; narrower windows are about one LAMOST pixel (0.85-2 Å) wide: nothing to see
 MAX_WAVELENGTH = 1e6  # Å (100 µm); a larger bound is a units mistake (nm, µm, m), not an optical window
 MAX_LABEL = 80        # characters of a label kept; a longer one is cut (ending "…") so the title fits the plot
+ERRORS = ("spec-o3", "speco3")  # wording of texts and errors: the authors' tool (default), or speco3's specific one-line errors
+ERROR_REWARD = -0.05  # the step reward the authors' tool returns for a failed call (0.0 for a plot)
 EXAMPLE_CALL = '{"wavelength_range": [6500, 6620], "label": "H-alpha"}'
 
 TOOL_SCHEMA = {"type": "function", "function": {
@@ -46,6 +48,7 @@ class ToolResult:
     n_points: int = 0                         # finite data points inside the drawn window
     clipped: bool = False                     # the requested window was cut to the data coverage
     ms: float = 0.0                           # wall time of the call, milliseconds
+    reward: float = 0.0                       # the tool's step reward: 0.0, or ERROR_REWARD for a failed call
 
 class _Invalid(Exception):
     "An invalid call: `kind` names the failure, `msg` says what is wrong and how to fix it."
@@ -125,8 +128,8 @@ def _clean_label(label):
 # %% ../nbs/03_tool.ipynb #ebe79b39
 _ARGS = ("wavelength_range", "label")
 
-def _parse_arguments(arguments, unwrap=True):
-    "Keyword arguments for `execute` from a raw tool call (dict or JSON string, arguments or whole call)."
+def _parse_arguments(arguments, unwrap=True, strict=True):
+    "Keyword arguments for `execute` from a raw tool call (dict or JSON string, arguments or whole call); unknown keys are an error if `strict`, else dropped."
     if isinstance(arguments, (bytes, bytearray)): arguments = arguments.decode("utf-8", "replace")
     if arguments is None or (isinstance(arguments, str) and not arguments.strip()): return {}
     if isinstance(arguments, str):
@@ -140,8 +143,9 @@ def _parse_arguments(arguments, unwrap=True):
     if unwrap and "name" in arguments and set(arguments) <= {"name", "arguments"}:
         if arguments["name"] != TOOL_NAME:
             raise _Invalid("tool_name", f"there is no tool named {str(arguments['name'])[:40]!r}; the only tool is {TOOL_NAME}.")
-        return _parse_arguments(arguments.get("arguments"), unwrap=False)
+        return _parse_arguments(arguments.get("arguments"), unwrap=False, strict=strict)
     extra = [k for k in arguments if k not in _ARGS]
+    if extra and not strict: return {k: v for k, v in arguments.items() if k in _ARGS}
     if extra:
         names = ", ".join(repr(str(k)[:30]) for k in extra[:3])
         raise _Invalid("unknown_argument", f"unknown argument(s) {names}; the tool takes only wavelength_range "
@@ -150,7 +154,7 @@ def _parse_arguments(arguments, unwrap=True):
 
 # %% ../nbs/03_tool.ipynb #8882c0ac
 class SpectralVisualizationTool:
-    "The Spec-o3 zoom tool for one spectrum: rest-frame windows in, plots (or one-line errors) out."
+    "The Spec-o3 zoom tool for one spectrum: rest-frame windows in, plots (or one-line errors) out, worded like the authors' tool."
     name = TOOL_NAME
     schema = TOOL_SCHEMA
 
@@ -161,9 +165,13 @@ class SpectralVisualizationTool:
                  style="spec-o3",     # a key of `speco3.render.STYLES`
                  ivar=None,           # optional inverse variance (kept on the Spectrum)
                  mask=None,           # optional bad-pixel mask, True = bad
-                 meta=None):          # optional metadata dict (source, id, ...)
-        if style not in STYLES:
+                 meta=None,           # optional metadata dict (source, id, ...)
+                 errors="spec-o3"):   # wording of texts and errors, a key of `ERRORS`
+        if not isinstance(style, str) or style not in STYLES:
             raise SpectrumError(f"style: unknown style {style!r}; choose one of {sorted(STYLES)}")
+        if not isinstance(errors, str) or errors not in ERRORS:
+            raise SpectrumError(f"errors: unknown dialect {errors!r}; choose one of {list(ERRORS)}")
+        self.errors = errors
         self.spectrum = Spectrum(wavelength, flux, ivar=ivar, mask=mask,
                                  redshift=0.0 if redshift is None else redshift, meta=meta)
         self.style, self.style_version = style, STYLES[style]
@@ -183,15 +191,15 @@ class SpectralVisualizationTool:
 
     @classmethod
     def from_create_kwargs(cls,
-                           create_kwargs,  # dict {wavelength, flux, redshift} (lists or arrays), as verl passes it
-                           **kw):          # passed on: style=...
-        "A tool from a SpecVI-Bench row's `tools_kwargs.spectral_visualization_tool.create_kwargs` {flux, wavelength, redshift}."
+                           create_kwargs,  # dict {wavelength, flux, redshift, ...} (lists or arrays), as verl passes it
+                           **kw):          # passed on: style=..., errors=...
+        "A tool from a SpecVI-Bench row's `tools_kwargs.spectral_visualization_tool.create_kwargs`; keys other than ours (e.g. `title`) are kept in `meta`, not used."
         ck = dict(create_kwargs or {})
         missing = [k for k in ("wavelength", "flux") if k not in ck]
-        extra = [k for k in ck if k not in ("wavelength", "flux", "redshift", "ivar", "mask", "meta")]
-        if missing or extra:
-            raise SpectrumError(f"create_kwargs: missing {missing}, unknown {extra}; expected keys wavelength, flux, redshift")
+        if missing: raise SpectrumError(f"create_kwargs: missing {missing}; expected keys wavelength, flux, redshift")
+        other = {k: ck.pop(k) for k in list(ck) if k not in ("wavelength", "flux", "redshift", "ivar", "mask", "meta")}
         meta = {"source": "create_kwargs", **(ck.pop("meta", None) or {})}
+        if other: meta["create_kwargs"] = other   # as the authors' tool accepts them (it draws its own title)
         return cls(ck.pop("wavelength"), ck.pop("flux"), ck.pop("redshift", 0.0), meta=meta, **ck, **kw)
 
     def __repr__(self):
@@ -201,14 +209,14 @@ class SpectralVisualizationTool:
 
     def execute(self,
                 wavelength_range=None,  # [min, max] rest-frame Å; None = the full spectrum
-                label=None):            # optional feature name, used as title and in the text
+                label=None):            # optional feature name, quoted in the text
         "Render one window; invalid input gives an error `ToolResult`, never an exception."
-        return self._run(lambda: self._draw(wavelength_range, label))
+        return self._run(lambda: self._answer(wavelength_range, label))
 
     def call(self,
              arguments=None):  # what the model wrote: arguments (or whole call) as dict or JSON string
         "Run a raw tool call as parsed from `<tool_call>{json}</tool_call>`; never raises."
-        return self._run(lambda: self._draw(**_parse_arguments(arguments)))
+        return self._run(lambda: self._answer(**_parse_arguments(arguments, strict=self.errors == "speco3")))
 
     def _run(self, thunk):
         "Time a call, turn every failure into an error result and log it."
@@ -217,12 +225,38 @@ class SpectralVisualizationTool:
         except _Invalid as e: res = _fail(e.kind, e.msg)
         except Exception as e:  # a bug, not a bad call: still never crash the agent loop; tests assert it never happens
             res = _fail("internal", f"the tool failed unexpectedly ({type(e).__name__}: {str(e)[:80]}); try another window.")
-        res.ms = 1e3 * (time.perf_counter() - t0)
+        res.ms, res.reward = 1e3 * (time.perf_counter() - t0), 0.0 if res.ok else ERROR_REWARD
         window = None if res.window is None else [round(x, 3) for x in res.window]
         self.calls.append(dict(window=window, ok=res.ok, error=res.error, ms=round(res.ms, 1), n_points=res.n_points))
         return res
 
+    def _answer(self, wavelength_range=None, label=None):
+        return self._draw(wavelength_range, label) if self.errors == "speco3" else self._draw_o3(wavelength_range, label)
+
+    def _draw_o3(self, wavelength_range=None, label=None):
+        "The authors' rules and words: a window is two increasing bounds that reach the data; errors are one generic line."
+        w = self.rest.wavelength
+        lo, hi = float(w.min()), float(w.max())
+        wr = wavelength_range.tolist() if isinstance(wavelength_range, np.ndarray) else wavelength_range
+        about = f" for {label}." if label else "."
+        title = label if self.style == "fast" and label else None   # spec-o3 pictures carry the authors' fixed title
+        try:
+            if wr is None:
+                return ToolResult(text="Generated full spectrum visualization" + about, image=render(self.rest, style=self.style, title=title),
+                                  window=(lo, hi), n_points=int(self.rest.good.sum()))
+            if not (isinstance(wr, (list, tuple)) and len(wr) == 2 and wr[0] < wr[1] and wr[1] >= lo and wr[0] <= hi):
+                return ToolResult(text=f"Error: The specified wavelength range {wr} is invalid or outside the available "
+                                       f"data range [{lo:.1f}, {hi:.1f}].", ok=False, error="invalid")
+            n = int(np.sum((w >= wr[0]) & (w <= wr[1])))
+            if n == 0: raise ValueError(f"No data points in specified wavelength range {tuple(wr)}")
+            image = render(self.rest, (wr[0], wr[1]), style=self.style, title=title)
+            return ToolResult(text=f"Generated spectral visualization focused on wavelength range {tuple(wr)} Å" + about,
+                              image=image, window=(float(wr[0]), float(wr[1])), n_points=n)
+        except Exception as e:
+            return ToolResult(text=f"Error processing spectral visualization: {e}", ok=False, error="processing")
+
     def _draw(self, wavelength_range=None, label=None):
+        "speco3's rules and words: checked bounds, clipping to the data, an error that says how to fix the call."
         rng, label = _parse_range(wavelength_range), _clean_label(label)
         if self.data_range is None or self._finite.sum() < MIN_POINTS:
             raise _Invalid("few_points", f"this spectrum has only {int(self._finite.sum())} finite data point(s); nothing can be plotted.")
@@ -231,7 +265,7 @@ class SpectralVisualizationTool:
         if a >= b: raise _Invalid("outside", f"wavelength_range [{_fmt(lo)}, {_fmt(hi)}] Å does not overlap the data, {self._coverage()}; choose a window inside it.")
         n = self._count(a, b)
         if n < MIN_POINTS: raise _Invalid("few_points", self._few_points_msg(a, b, n))
-        title = None if label is None else label.replace("$", r"\$")  # literal dollars: no matplotlib mathtext from model text
+        title = label if self.style == "fast" else None   # spec-o3 pictures carry the authors' fixed title
         try: image = render(self.rest, None if rng is None else (a, b), style=self.style, title=title)
         except Exception as e: raise _Invalid("render", f"the window [{_fmt(a)}, {_fmt(b)}] Å could not be drawn ({str(e)[:80]}); try a wider window.") from None
         clipped = rng is not None and (a, b) != (lo, hi)

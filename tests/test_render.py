@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import matplotlib, PIL
 from PIL import features
-from speco3.render import (_FAST_BOX, CORNERS, FAST_SIZE, STYLES, least_crowded_corner, render, render_reference,
-                           tick_steps, figure_size)
+from speco3.render import (_FAST_BOX, CORNERS, FAST_SIZE, STYLES, MAX_TICKS, least_crowded_corner, render, render_reference,
+                           tick_steps, figure_size, o3_tick_steps, o3_figure_size, quadrant_corner, x_ticks)
 from speco3.spectrum import Spectrum, SpectrumError, lamost_wavelength
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -99,14 +99,23 @@ def test_production_equals_reference_any_flux_scale(scale):
         assert same(render(s, window), render_reference(s, window))
 
 
-def test_more_than_10000_points_grows_the_figure():
+def test_point_count_and_figure_size():
+    "The authors' rule: fewer than 50 points drawn -> a figure 5 % narrower; many points change nothing."
     dense = synthetic(5, wave=np.linspace(3700, 9100, 12_000))
     big, ref = render(dense), render_reference(dense)
-    assert same(big, ref)
-    small = render(synthetic(5))
-    assert big.size[0] > 1.03 * small.size[0] and big.size[1] > 1.03 * small.size[1]
-    zoom = render(dense, (6000, 6100))    # 222 points: no growth for the zoom
-    assert zoom.size[0] < 7 * 80
+    assert same(big, ref) and big.size[1] == render(synthetic(5)).size[1]
+    s = synthetic(5)
+    few, many = render(s, (6530, 6600)), render(s, (6480, 6650))      # ~45 and ~110 points, both 7 x 4.5 in
+    assert same(few, render_reference(s, (6530, 6600))) and few.size[1] == many.size[1]
+    assert few.size[0] < many.size[0] - 20
+
+
+def test_one_point_window_many_ticks():
+    "One point: matplotlib widens the view by 5 % each side and the 1 Å steps give hundreds of ticks, as the authors' plots have."
+    s = synthetic(3)
+    i = np.searchsorted(s.wavelength, 6563); one = (s.wavelength[i] - 0.1, s.wavelength[i] + 0.1)
+    assert same(render(s, one), render_reference(s, one))
+    assert 300 < len(x_ticks(s, one)[0]) <= MAX_TICKS
 
 
 def test_rcparams_do_not_leak():
@@ -128,6 +137,46 @@ def test_threads():
 
 
 # ---------------------------------------------------------------- look decisions
+def test_spec_o3_tick_ladder():
+    "The authors' steps, by the span of the points drawn (tests/conformance/tool holds the images they come from)."
+    want = {7500: (1000, 200), 5048.6: (1000, 200), 3999.5: (200, 50), 1000: (200, 50), 997.9: (100, 20), 502.6: (100, 20),
+            400: (100, 25), 300.3: (100, 25), 196.8: (50, 25), 160: (50, 25), 120: (25, 5), 100: (25, 5), 99.6: (10, 2),
+            60: (10, 2), 15: (2, 0.5), 9.8: (2, 0.5), 0: (1, 0.2)}
+    for span, steps in want.items(): assert o3_tick_steps(span) == steps, span
+    majors = [o3_tick_steps(w)[0] for w in np.geomspace(0.1, 100_000, 300)]
+    assert majors == sorted(majors)
+
+
+def test_spec_o3_figure_sizes():
+    assert o3_figure_size(3945, 2819, full=True) == (10, 6)
+    assert [o3_figure_size(w, 100) for w in (49, 50, 199, 200, 999, 1000)] == [(6, 4), (7, 4.5), (7, 4.5), (8, 5), (8, 5), (9, 5.5)]
+    assert o3_figure_size(170, 49) == (7 * 0.95, 4.5) and o3_figure_size(170, 50) == (7, 4.5)
+
+
+def test_quadrant_corner():
+    x = np.linspace(0, 10, 51)
+    assert quadrant_corner(x, x) == "upper left" and quadrant_corner(x, -x) == "upper right"
+    assert quadrant_corner(x, np.sqrt(x)) == "lower right" and quadrant_corner(x, -np.sqrt(x)) == "upper right"
+    assert quadrant_corner(np.array([1.0]), np.array([1.0])) == "upper left"
+
+
+@pytest.mark.parametrize("span", [1e5, 1e7, 1e12])
+def test_ticks_are_bounded_for_any_span(span):
+    "A nonsense span must not mean millions of ticks (1e7 Å once took 36 s and 4.6 GB; 1e12 was killed)."
+    s = Spectrum(np.linspace(3700, span, 1000), np.ones(1000))
+    major, minor = x_ticks(s)
+    assert len(major) + len(minor) <= 2 * MAX_TICKS
+    if span / 200 > MAX_TICKS: assert len(major) <= 20 and len(minor) <= 100   # the authors' steps would be too many: matplotlib's own
+    major, minor = tick_steps(span)
+    assert span / minor <= MAX_TICKS and span / major <= MAX_TICKS
+    assert render(s, style="fast").size == FAST_SIZE
+
+
+def test_huge_span_renders_the_same_both_ways():
+    s = Spectrum(np.linspace(3700, 1e12, 1000), np.ones(1000))
+    assert same(render(s), render_reference(s))
+
+
 def test_tick_ladder():
     want = {6000: (1000, 200), 5000: (1000, 200), 4999: (500, 100), 2000: (500, 100), 1999: (200, 50),
             1000: (200, 50), 700: (100, 20), 300: (50, 10), 170: (20, 5), 80: (10, 2), 30: (5, 1), 10: (2, 0.5),
@@ -205,7 +254,6 @@ def test_masked_pixels_are_gaps(style, window):
 
 
 @pytest.mark.parametrize("window,match", [((6650, 6480), "lo < hi"), ((6500, 6500), "lo < hi"),
-                                          ((9500, 9900), "0 finite"), ((6562, 6563), "need at least 2"),
                                           (("a", 1), "two numbers"), ((1, 2, 3), "two numbers"), (5, "two numbers"),
                                           ((np.nan, 6000), "finite"), ((-np.inf, 6000), "finite")])
 @pytest.mark.parametrize("style", list(STYLES))
@@ -213,8 +261,20 @@ def test_bad_windows(window, match, style):
     with pytest.raises(SpectrumError, match=match): render(synthetic(), window, style=style)
 
 
-def test_unknown_style():
-    with pytest.raises(SpectrumError, match="unknown style"): render(synthetic(), style="paper")
+def test_empty_windows():
+    with pytest.raises(SpectrumError, match="no data point with finite flux in the window"): render(synthetic(), (9500, 9900))
+    with pytest.raises(SpectrumError, match="0 finite"): render(synthetic(), (9500, 9900), style="fast")
+    with pytest.raises(SpectrumError, match="need at least 2"): render(synthetic(), (6562, 6563), style="fast")
+
+
+@pytest.mark.parametrize("style", ["paper", ["x"], None, 3])
+def test_unknown_style(style):
+    with pytest.raises(ValueError, match="render: unknown style"): render(synthetic(), style=style)
+
+
+@pytest.mark.parametrize("spectrum", [None, [1, 2, 3], "spectrum"])
+def test_not_a_spectrum(spectrum):
+    with pytest.raises(TypeError, match="render: spectrum must be a Spectrum"): render(spectrum)
 
 
 def test_fast_style():
@@ -226,11 +286,19 @@ def test_fast_style():
     assert not same(render(s, style="fast", title="X"), im)
 
 
+def _title_width(im):
+    "Width in pixels of the dark glyphs in the title band (top 30 rows)."
+    cols = np.flatnonzero((np.asarray(im.convert("L"))[:30] < 128).any(0)); return cols[-1] - cols[0]
+
+
 def test_titles_are_plain_one_line_text():
     s = synthetic()
     t = r"$H\alpha$ costs $5"                  # would be mathtext (or a parse error) if passed through
     assert same(render(s, (4800, 4920), title=t), render_reference(s, (4800, 4920), title=t))
     assert not same(render(s, (4800, 4920), title=t), render(s, (4800, 4920), title="H alpha"))
+    # a "$" is drawn as one dollar glyph: no mathtext, no "\$"
+    assert abs(_title_width(render(s, title="$")) - _title_width(render(s, title="S"))) <= 2
+    assert _title_width(render(s, title="\\$")) > _title_width(render(s, title="$")) + 3
     for style in STYLES:
         long = "Balmer series and the region around the Ca II H and K lines " * 3
         assert render(s, (6540, 6580), style=style, title=long).size == render(s, (6540, 6580), style=style).size

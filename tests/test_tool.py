@@ -26,7 +26,7 @@ def lamost_like(z=Z, gaps=True):
 @pytest.fixture(scope="module")
 def tool():
     w, f = lamost_like()
-    return SpectralVisualizationTool(w, f, redshift=Z, meta={"source": "synthetic", "id": "syn-1"})
+    return SpectralVisualizationTool(w, f, redshift=Z, meta={"source": "synthetic", "id": "syn-1"}, errors="speco3")
 
 
 @pytest.fixture
@@ -79,10 +79,20 @@ def test_constructors_agree(tool):
     assert c.spectrum.redshift == 0.0  # a missing redshift means the spectrum is already at rest
 
 
-@pytest.mark.parametrize("ck", [{"flux": [1, 2, 3]}, {"wavelength": [1, 2, 3]},
-                                {"wavelength": [1, 2, 3], "flux": [1, 2, 3], "z": 0.1}])
-def test_create_kwargs_bad_keys_raise(ck):
-    with pytest.raises(SpectrumError, match="create_kwargs"): SpectralVisualizationTool.from_create_kwargs(ck)
+@pytest.mark.parametrize("ck", [{"flux": [1, 2, 3]}, {"wavelength": [1, 2, 3]}, {}, None])
+def test_create_kwargs_missing_keys_raise(ck):
+    with pytest.raises(SpectrumError, match="create_kwargs: missing"): SpectralVisualizationTool.from_create_kwargs(ck)
+
+
+def test_create_kwargs_accept_the_authors_keys():
+    "A published SpecVI-Bench row may carry keys the authors' tool takes (e.g. title): accepted, kept in meta, unused."
+    w, f = lamost_like()
+    ck = {"wavelength": w.tolist(), "flux": f.tolist(), "redshift": Z}
+    a = SpectralVisualizationTool.from_create_kwargs(ck)
+    b = SpectralVisualizationTool.from_create_kwargs({**ck, "title": "LAMOST dM1", "z": 0.1})
+    assert b.spectrum.meta["create_kwargs"] == {"title": "LAMOST dM1", "z": 0.1} and b.spectrum.redshift == Z
+    ra, rb = a.execute([6480, 6650]), b.execute([6480, 6650])
+    assert ra.text == rb.text and ra.image.tobytes() == rb.image.tobytes()
 
 
 # --- valid calls -------------------------------------------------------------------------------------------------
@@ -90,7 +100,7 @@ def test_create_kwargs_bad_keys_raise(ck):
 def _nominal_width(inches): return 80 * inches  # render style spec-o3: 80 dpi, tight bounding box
 
 
-@pytest.mark.parametrize("args,inches", [({}, 10), ({"wavelength_range": [6540, 6580]}, 6),
+@pytest.mark.parametrize("args,inches", [({}, 10), ({"wavelength_range": [6540, 6580]}, 6 * 0.95),  # < 50 points: 5 % narrower
                                          ({"wavelength_range": [6480, 6650]}, 7), ({"wavelength_range": [6000, 6900]}, 8),
                                          ({"wavelength_range": [4000, 6500]}, 9)])
 def test_valid_call_image_size_class(tool, args, inches):
@@ -130,7 +140,7 @@ def test_rest_frame_conversion(tool, fake_render):
     assert r.ok
     call = fake_render[-1]
     s, (a, b) = call["spectrum"], call["window"]
-    assert (a, b) == (6540.0, 6590.0) and call["title"] == "H-alpha"
+    assert (a, b) == (6540.0, 6590.0) and call["title"] is None   # spec-o3 pictures keep the authors' title
     sel = (s.wavelength >= a) & (s.wavelength <= b)
     peak = s.wavelength[sel][np.nanargmax(s.flux[sel])]
     assert abs(peak - LINE_REST) < 1.0  # within one LAMOST pixel (~1.5 Å rest here)
@@ -170,7 +180,7 @@ def test_nan_gap_spectrum(tool, fake_render):
 def test_nan_at_the_ends_sets_the_coverage(fake_render):
     w, f = lamost_like(z=0.0, gaps=False)
     f[:50] = np.nan; f[-70:] = np.inf
-    t = SpectralVisualizationTool(w, f)
+    t = SpectralVisualizationTool(w, f, errors="speco3")
     assert t.data_range == (w[50], w[-71])
     r = t.execute([3000, 3800])
     assert r.ok and r.clipped and r.window[0] == w[50]
@@ -178,7 +188,7 @@ def test_nan_at_the_ends_sets_the_coverage(fake_render):
 
 def test_label_cleaning(tool, fake_render):
     r = tool.execute([6500, 6600], label="  Na I\n doublet\t")
-    assert r.ok and r.text.endswith("for Na I doublet.") and fake_render[-1]["title"] == "Na I doublet"
+    assert r.ok and r.text.endswith("for Na I doublet.") and fake_render[-1]["title"] is None
     r = tool.execute([6500, 6600], label="x" * 1000)
     assert r.ok and r.text.endswith("for " + "x" * (MAX_LABEL - 1) + "….")
     r = tool.execute([6500, 6600], label="   ")
@@ -186,7 +196,7 @@ def test_label_cleaning(tool, fake_render):
 
 
 def test_dollar_label_drawn_literally(tool):
-    "A label that matplotlib would parse as broken mathtext still renders (dollars are escaped)."
+    "A label that matplotlib would parse as broken mathtext still renders (titles are not mathtext)."
     r = tool.execute([6500, 6600], label=r"$\notacommand{ H$alpha")
     assert r.ok and r.image is not None and r.text.endswith(r"for $\notacommand{ H$alpha.")
 
@@ -200,7 +210,7 @@ def test_numpy_inputs(tool, fake_render):
 
 def test_call_log(fake_render):
     w, f = lamost_like()
-    t = SpectralVisualizationTool(w, f, redshift=Z)
+    t = SpectralVisualizationTool(w, f, redshift=Z, errors="speco3")
     t.call({"wavelength_range": [6500, 6600]}); t.call("nope"); t.execute()
     assert [c["ok"] for c in t.calls] == [True, False, True]
     assert [c["error"] for c in t.calls] == [None, "json", None]
@@ -287,7 +297,7 @@ def test_few_points_suggests_a_window_that_works(tool):
 
 def test_spectrum_with_too_few_finite_pixels(fake_render):
     w = np.arange(100.0) + 5000; f = np.full(100, np.nan); f[[10, 50, 90]] = 1.0
-    t = SpectralVisualizationTool(w, f)
+    t = SpectralVisualizationTool(w, f, errors="speco3")
     for r in (t.execute(), t.execute([5000, 5100])):
         assert not r.ok and r.error == "few_points"
 
@@ -357,9 +367,43 @@ def test_real_qso_broad_line_in_rest_frame():
     from speco3.io import read_spectrum, real_spectra_dir
     root = real_spectra_dir()
     s = read_spectrum(root / "spectra.parquet", id="SDSS:spec-7339-56772-0777")  # broad-line QSO, z = 0.456: Mg II 2800 in range
-    t = SpectralVisualizationTool.from_spectrum(s)
+    t = SpectralVisualizationTool.from_spectrum(s, errors="speco3")
     assert abs(t.spectrum.redshift - 0.456) < 0.001
     r = t.execute([2700, 2900], label="Mg II")
     assert r.ok and r.n_points > 50 and r.image.width > 500
     r = t.execute([8450, 8700], label="Ca II triplet")  # 12 300-12 700 Å observed: beyond SDSS's red end
     assert not r.ok and r.error == "outside" and "z = 0.45597" in r.text
+
+
+# --- the authors' wording (the default) ---------------------------------------------------------------------------
+
+def test_default_wording_is_the_authors():
+    w, f = lamost_like()
+    t = SpectralVisualizationTool(w, f, redshift=Z)
+    lo, hi = (w / (1 + Z)).min(), (w / (1 + Z)).max()
+    assert t.errors == "spec-o3"
+    r = t.execute([6480, 6650], label="H-alpha")
+    assert (r.ok, r.reward, r.text) == (True, 0.0, "Generated spectral visualization focused on wavelength range (6480, 6650) Å for H-alpha.")
+    assert t.execute([6480.0, 6650.0]).text == "Generated spectral visualization focused on wavelength range (6480.0, 6650.0) Å."
+    assert t.execute(label="H-alpha").text == "Generated full spectrum visualization for H-alpha."
+    for bad in ([6650, 6480], [6563, 6563], [5000], [1, 2, 3], [100, 200], [20000, 30000]):
+        r = t.execute(bad)
+        assert (r.ok, r.error, r.reward, r.image) == (False, "invalid", -0.05, None)
+        assert r.text == f"Error: The specified wavelength range {bad} is invalid or outside the available data range [{lo:.1f}, {hi:.1f}]."
+    r = t.execute([6563.0, 6563.1])
+    assert (r.ok, r.error, r.reward) == (False, "processing", -0.05)
+    assert r.text == "Error processing spectral visualization: No data points in specified wavelength range (6563.0, 6563.1)"
+    assert t.call({"wavelength_range": [6480, 6650], "units": "A"}).ok   # unknown argument names are ignored, as theirs
+
+
+def test_unknown_wording_raises():
+    w, f = lamost_like()
+    with pytest.raises(SpectrumError, match="errors: unknown dialect"): SpectralVisualizationTool(w, f, errors="polite")
+    with pytest.raises(SpectrumError, match="style: unknown style"): SpectralVisualizationTool(w, f, style=["x"])
+
+
+def test_dollar_label_reaches_fast_title_as_written(fake_render):
+    "No escaping on the way: the renderer draws titles as plain text, so a '$' must arrive as '$', not '\\$'."
+    w, f = lamost_like()
+    t = SpectralVisualizationTool(w, f, redshift=Z, style="fast")
+    assert t.execute([6480, 6650], label="costs $5").ok and fake_render[-1]["title"] == "costs $5"
