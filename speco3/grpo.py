@@ -235,7 +235,7 @@ def tool_turn_tokens(processor, # the run's processor (tokenizer, image processo
 def call_tokens(processor) -> int: # the run's processor
     "Tokens of the longest tool call the model writes (four-digit bounds, an 80-character label) and its end of turn."
     args = {"wavelength_range": [3700.25, 9099.75], "label": _LABEL}
-    text = f'\n<tool_call>{{"name": "{TOOL_NAME}", "arguments": {json.dumps(args, ensure_ascii=False)}}}</tool_call><|im_end|>'
+    text = f'\n<tool_call>\n{{"name": "{TOOL_NAME}", "arguments": {json.dumps(args, ensure_ascii=False)}}}\n</tool_call><|im_end|>'
     return len(processor.tokenizer(text, add_special_tokens=False)["input_ids"])
 
 def completion_budget(processor, # the run's processor
