@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['YES_NO', 'TAIL_CHARS', 'MAX_BOX', 'MAX_DEPTH', 'RULES', 'WAVELENGTH_RANGE', 'Parsed', 'parse', 'authors_parse',
-           'score', 'wavelength_mentions']
+           'score', 'exact_answer', 'wavelength_mentions']
 
 # %% ../nbs/07_reward.ipynb #dfb6a8e1
 import json, re
@@ -278,6 +278,17 @@ def score(completion, # one completion string, or a list of assistant-message st
                 predicted_class=a["predicted_class"], found_in=p.found_in, n_think=p.n_think,
                 n_tool_calls=p.n_tool_calls, n_tool_call_errors=len(p.tool_call_errors), n_answers=p.n_answers,
                 n_tool_responses=p.n_tool_responses)
+
+
+# %% ../nbs/07_reward.ipynb #47964afe
+def exact_answer(completion # one completion string, or a list of assistant-message strings (joined with "\n")
+                ) -> str | None:
+    "YES or NO when the final answer is exactly `\\boxed{YES}` or `\\boxed{NO}`, else None (the paper's strict reading)."
+    text = _join(completion)
+    answers = _pair(_tags(text), "answer")[0]
+    where = text[answers[-1][0][1]:answers[-1][1][0]] if answers else text
+    boxes = _boxes(where)
+    return boxes[-1] if boxes and boxes[-1] in YES_NO else None
 
 
 # %% ../nbs/07_reward.ipynb #8bedd4e0
