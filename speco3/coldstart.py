@@ -717,7 +717,7 @@ def load_sft_dataset(path # a folder from export_sft (save_to_disk) or a .parque
 def _sharegpt_text(msg):
     "A message as LLaMA-Factory text: <image> for each image, the text parts, tool calls as our template writes them."
     out = "".join("<image>" if p.get("type") == "image" else p.get("text", "") for p in msg["content"])
-    calls = [f'<tool_call>{json.dumps({"name": c["function"]["name"], "arguments": c["function"]["arguments"]}, ensure_ascii=False)}</tool_call>'
+    calls = [f'<tool_call>\n{json.dumps({"name": c["function"]["name"], "arguments": c["function"]["arguments"]}, ensure_ascii=False)}\n</tool_call>'
              for c in msg.get("tool_calls", [])]
     return "\n".join(([out] if out else []) + calls)
 

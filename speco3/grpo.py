@@ -161,7 +161,7 @@ def grpo_dataset(data, # what `grpo_rows` reads, or a list of rows
 def _call_text(call):
     f = call.get("function", call)
     args = f.get("arguments", {})
-    return f'<tool_call>{{"name": {json.dumps(f.get("name"), ensure_ascii=False)}, "arguments": {args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)}}}</tool_call>'
+    return f'<tool_call>\n{{"name": {json.dumps(f.get("name"), ensure_ascii=False)}, "arguments": {args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)}}}\n</tool_call>'
 
 def _text(content):
     if isinstance(content, str): return content
@@ -294,7 +294,7 @@ class GRPOProfile:
     save_total_limit: int = 2
 
 PROFILES = {
-    "paper": GRPOProfile("paper", model="Qwen/Qwen2.5-VL-7B-Instruct"),
+    "paper": GRPOProfile("paper", model="Qwen/Qwen2.5-VL-7B-Instruct", max_tool_calls=7, max_completion_length=32768),  # the authors' config: 8 assistant turns (7 zooms + the answer), response 32 768
     "gpu": GRPOProfile("gpu", model="Qwen/Qwen2.5-VL-3B-Instruct", prompts_per_step=8, prompts_per_update=4, micro_batch=4,
                        num_train_epochs=1, save_steps=20),
     "cpu": GRPOProfile("cpu", needs_init=True, style="fast", num_generations=4, prompts_per_step=2, prompts_per_update=2,

@@ -88,7 +88,7 @@ def _demo_script(rng, task):
     t, texts = TASKS[task], []
     for lo, hi, name in rng.sample(list(t.windows), rng.randint(1, 3)):
         call = json.dumps({"name": TOOL_NAME, "arguments": {"wavelength_range": [lo, hi], "label": name}}, ensure_ascii=False)
-        texts.append(f"<think>I see {rng.choice(_SEEN)}; next I check {name} at {lo:g}-{hi:g} Å.</think>\n<tool_call>{call}</tool_call>")
+        texts.append(f"<think>I see {rng.choice(_SEEN)}; next I check {name} at {lo:g}-{hi:g} Å.</think>\n<tool_call>\n{call}\n</tool_call>")
     answer = rng.choice(["YES", "NO"])
     texts.append(f"<think>The zooms settle it: {'a' if answer == 'YES' else 'not a'} {t.name}.</think>\n<answer>\\boxed{{{answer}}}</answer>")
     return texts

@@ -24,7 +24,7 @@ from speco3.tool import TOOL_NAME
 
 def call(lo, hi, label=None):
     args = {"wavelength_range": [lo, hi], **({"label": label} if label else {})}
-    return "<tool_call>" + json.dumps({"name": TOOL_NAME, "arguments": args}, ensure_ascii=False) + "</tool_call>"
+    return "<tool_call>\n" + json.dumps({"name": TOOL_NAME, "arguments": args}, ensure_ascii=False) + "\n</tool_call>"  # the authors' format
 
 
 def good(task, truth):
