@@ -140,7 +140,7 @@ def _check_row(row, where):
     if open_ != len(row.get("images") or []):
         raise ValueError(f"{where}: {open_} unfilled image placeholders but {len(row.get('images') or [])} images in 'images'")
 
-def as_sft_dataset(data): # a Dataset, a list of chats/rows, or a folder written by speco3.coldstart
+def as_sft_dataset(data): # a Dataset, a list of chats/rows, a folder written by speco3.coldstart, or ShareGPT (LLaMA-Factory)
     "The training table for `data`, checked on its first row."
     if isinstance(data, (str, Path)):
         try: from speco3.coldstart import load_sft_dataset
@@ -310,7 +310,7 @@ def save_loss_curve(log_history, # trainer.state.log_history
         ax.set(xlabel="optimiser step", ylabel="loss (assistant tokens)", title=f"SFT loss: {name}")
     return write_curve(log_history, out_dir, _CURVE, "loss", "loss.csv", f"sft_loss_{name}.png", plot)
 
-def train_sft(data, # a Dataset, a list of chats/rows, or a folder written by speco3.coldstart
+def train_sft(data, # a Dataset, a list of chats/rows, a folder written by speco3.coldstart, or ShareGPT (LLaMA-Factory)
               out_dir, # run folder (created); resuming reads its checkpoints
               profile="cpu", # "paper", "gpu", "cpu", "smoke" or an SFTProfile
               model=None, # None: the profile's model (cpu/smoke: the tiny model built into out_dir/base); a folder, hub id or loaded model
