@@ -26,9 +26,9 @@ except ImportError as e:  # the model side is the `train` extra, not the core
     raise ImportError(f"speco3.sft needs torch, transformers, trl and datasets ({e}); install them with: pip install 'speco3[train]'") from e
 
 # %% auto #0
-__all__ = ['PROFILES', 'LORA_TARGETS', 'conversation_to_example', 'demo_conversations', 'sft_dataset', 'as_sft_dataset',
-           'SFTProfile', 'profile_table', 'settle', 'lora_config', 'sft_args', 'sft_trainer', 'trained_spans',
-           'assistant_spans', 'save_loss_curve', 'train_sft']
+__all__ = ['PROFILES', 'ACCELERATE_CONFIGS', 'LORA_TARGETS', 'conversation_to_example', 'demo_conversations', 'sft_dataset',
+           'as_sft_dataset', 'SFTProfile', 'profile_table', 'accelerate_config', 'settle', 'lora_config', 'sft_args',
+           'sft_trainer', 'trained_spans', 'assistant_spans', 'save_loss_curve', 'train_sft']
 
 # %% ../nbs/13_sft.ipynb #055c0092
 _CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
@@ -198,6 +198,17 @@ _OURS = ("name", "model", "tiny_size", "freeze_vision", "lora_r", "lora_alpha", 
 def profile_table(profiles=None): # a dict of SFTProfile; None: PROFILES
     "The profiles side by side, one row per setting (a pandas DataFrame)."
     return runs.profile_table(profiles or PROFILES)
+
+# %% ../nbs/13_sft.ipynb #59ab56c5
+ACCELERATE_CONFIGS = {"paper": "accelerate_fsdp.yaml"}  # profile -> Accelerate config in speco3/configs
+
+def accelerate_config(profile:str="paper" # a profile with a shipped Accelerate config (see ACCELERATE_CONFIGS)
+                     ) -> Path:
+    "The path of the Accelerate config shipped for `profile` (sharded full fine-tuning)."
+    if profile not in ACCELERATE_CONFIGS:
+        raise ValueError(f"no Accelerate config for profile {profile!r}; have {sorted(ACCELERATE_CONFIGS)} (others train on one device)")
+    from importlib import resources
+    return Path(str(resources.files("speco3") / "configs" / ACCELERATE_CONFIGS[profile]))  # package data (MANIFEST.in)
 
 # %% ../nbs/13_sft.ipynb #d955edc2
 def settle(profile="cpu", # a key of PROFILES or an SFTProfile
