@@ -25,8 +25,7 @@ GRPO = dict(bf16=False, num_generations=2, prompts_per_step=2, prompts_per_updat
 
 def params(nb, profile, out, tiny):
     "The papermill parameters of one paper notebook at miniature size."
-    p = dict(profile=profile, out_dir=str(out), **({} if nb == "02_main_results" else SIZE))
-    if nb == "02_main_results": p["bench_size"] = "smoke"
+    p = dict(profile=profile, out_dir=str(out), **(SIZE if nb in ("04_sft", "05_grpo", "06_ablations") else {"bench_size": "smoke"}))
     if nb == "03_cold_start": p.update(n_per_task=2, n_qso=2)
     if nb == "04_sft": p.update(model=str(tiny), sft_overrides=SFT, n_small=2)
     if nb == "05_grpo": p.update(grpo_overrides=GRPO, max_steps=1)
