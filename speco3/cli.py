@@ -179,7 +179,7 @@ def _parser():
     train = sub.add_parser("train", help="train a policy").add_subparsers(dest="action", required=True)
     t = train.add_parser("sft", help="supervised fine-tuning on cold-start trajectories (TRL SFTTrainer)")
     t.add_argument("--profile", choices=PROFILES, default="cpu", help="training settings (default: cpu, the tiny model)")
-    t.add_argument("--data", required=True, help="a cold-start export folder (speco3.coldstart.export_sft)")
+    t.add_argument("--data", required=True, help="a cold-start export (speco3.coldstart.export_sft) or LLaMA-Factory ShareGPT data")
     t.add_argument("--out", required=True, help="run folder: checkpoints, model/, loss curve (resumes if it exists)")
     t.add_argument("--model", help="base model folder or hub id (default: the profile's)")
     t.add_argument("--lora", action="store_true", help="train LoRA adapters instead of the full language model")

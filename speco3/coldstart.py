@@ -20,10 +20,12 @@ from .tool import TOOL_NAME
 
 # %% auto #0
 __all__ = ['MIN_SNR', 'DRAFT_INSTRUCTION', 'MAX_CHARS', 'MAX_TURNS', 'WAVELENGTH_TOL', 'FILTERS', 'MIN_ACCEPT', 'MAX_REJECT',
-           'VOTES', 'STATES', 'SHEET_COLUMNS', 'SIMULATED_REVIEWERS', 'snr_of', 'array_sha256', 'simulate_samples',
-           'pick_samples', 'example_text', 'GuidedDrafter', 'draft', 'reasoning', 'cited_wavelengths', 'heldout_keys',
-           'check_draft', 'qc', 'ReviewError', 'replay', 'review_status', 'accepted_records', 'export_review',
-           'import_review', 'simulate_review', 'sft_messages', 'export_sft', 'load_sft_dataset', 'export_sharegpt']
+           'VOTES', 'STATES', 'SHEET_COLUMNS', 'SIMULATED_REVIEWERS', 'SHAREGPT_DEFAULTS', 'snr_of', 'array_sha256',
+           'simulate_samples', 'pick_samples', 'example_text', 'GuidedDrafter', 'draft', 'reasoning',
+           'cited_wavelengths', 'heldout_keys', 'check_draft', 'qc', 'ReviewError', 'replay', 'review_status',
+           'accepted_records', 'export_review', 'import_review', 'simulate_review', 'sft_messages', 'export_sft',
+           'load_sft_dataset', 'export_sharegpt', 'is_sharegpt', 'sharegpt_spec', 'sharegpt_messages',
+           'sharegpt_dataset']
 
 # %% ../nbs/12_coldstart.ipynb #e51099b1
 MIN_SNR = 10.0  # drafts only from spectra above this SNR (g band where the survey gives one)
@@ -699,13 +701,15 @@ def _inline(batch):
         msgs_out.append(msgs)
     return {**batch, "messages": msgs_out, "images": [[] for _ in msgs_out]}
 
-def load_sft_dataset(path # a folder from export_sft (save_to_disk) or a .parquet file
+def load_sft_dataset(path, # a folder from export_sft (save_to_disk) or a .parquet file; or LLaMA-Factory ShareGPT (see below)
+                     name:str|None=None # with a ShareGPT folder: which dataset of its dataset_info.json (None: the only one)
                     ):
     "The exported dataset, with a transform that yields `messages` with the images inline (ready for SFTTrainer)."
     import datasets
     path = Path(path)
     if not path.exists(): raise FileNotFoundError(f"{path}: no exported SFT dataset here (see export_sft)")
-    if path.is_dir(): ds = datasets.load_from_disk(str(path))
+    if is_sharegpt(path): ds = sharegpt_dataset(path, name)
+    elif path.is_dir(): ds = datasets.load_from_disk(str(path))
     else:
         import pyarrow.parquet as pq
         ds = datasets.Dataset(pq.read_table(path))  # read directly: no copy in the datasets cache
@@ -715,7 +719,7 @@ def load_sft_dataset(path # a folder from export_sft (save_to_disk) or a .parque
 def _sharegpt_text(msg):
     "A message as LLaMA-Factory text: <image> for each image, the text parts, tool calls as our template writes them."
     out = "".join("<image>" if p.get("type") == "image" else p.get("text", "") for p in msg["content"])
-    calls = [f'<tool_call>{json.dumps({"name": c["function"]["name"], "arguments": c["function"]["arguments"]}, ensure_ascii=False)}</tool_call>'
+    calls = [f'<tool_call>\n{json.dumps({"name": c["function"]["name"], "arguments": c["function"]["arguments"]}, ensure_ascii=False)}\n</tool_call>'
              for c in msg.get("tool_calls", [])]
     return "\n".join(([out] if out else []) + calls)
 
@@ -749,3 +753,121 @@ def export_sharegpt(run_dir, # the reviewed draft run folder
                             "observation_tag": "tool", "system_tag": "system"}}}
     (out / "dataset_info.json").write_text(json.dumps(info, indent=1))
     return out
+
+# %% ../nbs/12_coldstart.ipynb #35ca1f66
+SHAREGPT_DEFAULTS = {"messages": "conversations", "images": "images", "system": None, "role_tag": "from",
+                     "content_tag": "value", "user_tag": "human", "assistant_tag": "gpt", "observation_tag": "observation",
+                     "function_tag": "function_call", "system_tag": "system"}  # LLaMA-Factory's defaults for sharegpt
+_RESPONSES = "\n</tool_response>\n<tool_response>\n"  # between several tool answers in one observation (export_sharegpt)
+_EXTRA = ("sample_id", "task", "truth", "object_id", "drafter")
+
+def is_sharegpt(path # a dataset path
+               ) -> bool:
+    "Whether `path` is a ShareGPT dataset: a .json/.jsonl file, or a folder with a dataset_info.json but no datasets state.json."
+    path = Path(path)
+    if path.is_dir(): return (path / "dataset_info.json").is_file() and not (path / "state.json").is_file()
+    return path.suffix in (".json", ".jsonl")
+
+def sharegpt_spec(path, # a ShareGPT folder (with dataset_info.json) or a .json/.jsonl file
+                  name:str|None=None # the dataset_info.json entry (None: the only sharegpt one, or the one naming the file)
+                 ) -> tuple:
+    "(data file, media folder, columns and tags) of a ShareGPT dataset, LLaMA-Factory's defaults where not given."
+    path = Path(path)
+    folder = path if path.is_dir() else path.parent
+    info_file = folder / "dataset_info.json"
+    info = json.loads(info_file.read_text(encoding="utf-8")) if info_file.is_file() else {}
+    entries = {k: v for k, v in info.items() if isinstance(v, dict) and v.get("formatting") == "sharegpt"}
+    if not path.is_dir(): entries = {k: v for k, v in entries.items() if v.get("file_name") == path.name}
+    if name is not None:
+        if name not in entries: raise ValueError(f"{info_file}: no sharegpt dataset {name!r} (have {sorted(entries)})")
+        entries = {name: entries[name]}
+    if path.is_dir() and len(entries) != 1:
+        raise ValueError(f"{info_file}: {len(entries)} sharegpt datasets ({sorted(entries)}); pick one with name=")
+    entry = next(iter(entries.values()), {})
+    spec = {**SHAREGPT_DEFAULTS, **entry.get("columns", {}), **entry.get("tags", {})}
+    return (folder / entry["file_name"] if path.is_dir() else path), folder, spec
+
+def _read_rows(file):
+    "The rows of a ShareGPT .json (a list) or .jsonl file."
+    text = file.read_text(encoding="utf-8")
+    if file.suffix == ".jsonl":
+        rows = []
+        for i, line in enumerate(text.splitlines()):
+            try: rows.append(json.loads(line)) if line.strip() else None
+            except json.JSONDecodeError as e: raise ValueError(f"{file} line {i + 1}: not JSON ({e})") from None
+        return rows
+    try: rows = json.loads(text)
+    except json.JSONDecodeError as e: raise ValueError(f"{file}: not JSON ({e})") from None
+    if not isinstance(rows, list): raise ValueError(f"{file}: a ShareGPT file holds a list of rows, got {type(rows).__name__}")
+    return rows
+
+# %% ../nbs/12_coldstart.ipynb #d374a468
+def _parts(text):
+    "Message content: a {'type': 'image'} part for each <image>, the text between as text parts (empty ones dropped)."
+    out = []
+    for i, seg in enumerate(text.split("<image>")):
+        if i: out.append({"type": "image"})
+        if seg: out.append({"type": "text", "text": seg})
+    return out
+
+def _call(c, where):
+    "A structured tool call from a {'name', 'arguments'} dict."
+    if not isinstance(c, dict) or not isinstance(c.get("name"), str): raise ValueError(f"{where}: a tool call needs a 'name'")
+    args = c.get("arguments", {})
+    if isinstance(args, str): args = json.loads(args)
+    return {"type": "function", "function": {"name": c["name"], "arguments": args}}
+
+def _sharegpt_assistant(value, where, function=False):
+    "An assistant message: the text without its <tool_call> blocks, the blocks (or a function_call turn) as tool_calls."
+    try:
+        if function: found = json.loads(value)
+        else: found = [json.loads(b[len("<tool_call>"):-len("</tool_call>")]) for b in _CALL_BLOCK.findall(value)]
+    except json.JSONDecodeError as e: raise ValueError(f"{where}: a tool call is not JSON ({e})") from None
+    calls = [_call(c, where) for c in (found if isinstance(found, list) else [found])]
+    text = "" if function else "\n".join(p.strip() for p in _CALL_BLOCK.split(value) if p.strip())
+    return {"role": "assistant", "content": [{"type": "text", "text": text}], **({"tool_calls": calls} if calls else {})}
+
+def sharegpt_messages(row:dict, # one ShareGPT row
+                      spec:dict, # columns and tags (`sharegpt_spec`)
+                      where:str # "file row n", for errors
+                     ) -> list:
+    "The chat messages of one ShareGPT row, with {'type': 'image'} placeholders (as `sft_messages` makes them)."
+    if not isinstance(row, dict) or not isinstance(row.get(spec["messages"]), list):
+        raise ValueError(f"{where}: no {spec['messages']!r} list of turns")
+    roles = {spec["user_tag"]: "user", spec["assistant_tag"]: "assistant", spec["observation_tag"]: "tool",
+             spec["function_tag"]: "function", spec["system_tag"]: "system"}
+    msgs = [{"role": "system", "content": _parts(row[spec["system"]])}] if spec["system"] and row.get(spec["system"]) else []
+    for j, turn in enumerate(row[spec["messages"]]):
+        at = f"{where} turn {j}"
+        missing = [k for k in (spec["role_tag"], spec["content_tag"]) if not isinstance(turn, dict) or k not in turn]
+        if missing: raise ValueError(f"{at}: missing key {missing[0]!r}")
+        tag, value = turn[spec["role_tag"]], turn[spec["content_tag"]]
+        if tag not in roles: raise ValueError(f"{at}: unknown tag {tag!r} (know {sorted(roles)})")
+        if not isinstance(value, str): raise ValueError(f"{at}: {spec['content_tag']!r} must be text")
+        role = roles[tag]
+        if role in ("assistant", "function"): msgs.append(_sharegpt_assistant(value, at, function=role == "function"))
+        elif role == "tool": msgs += [{"role": "tool", "name": TOOL_NAME, "content": _parts(v)} for v in value.split(_RESPONSES)]
+        else: msgs.append({"role": role, "content": _parts(value)})
+    return msgs
+
+def sharegpt_dataset(path, # a ShareGPT folder (with dataset_info.json) or a .json/.jsonl file
+                     name:str|None=None # the dataset_info.json entry (see `sharegpt_spec`)
+                    ):
+    "The ShareGPT rows as the table `export_sft` writes (messages JSON, images as bytes, provenance where given)."
+    import datasets
+    file, media, spec = sharegpt_spec(path, name)
+    if not file.is_file(): raise FileNotFoundError(f"{file}: the ShareGPT data file is missing")
+    cols = {k: [] for k in ("messages", "images") + _EXTRA}
+    for i, row in enumerate(_read_rows(file)):
+        where = f"{file} row {i}"
+        msgs = sharegpt_messages(row, spec, where)
+        paths = row.get(spec["images"]) or []
+        n = sum(p["type"] == "image" for m in msgs for p in m["content"])
+        if n != len(paths): raise ValueError(f"{where}: {len(paths)} images for {n} <image> placeholders")
+        imgs = [media / p for p in paths]
+        if any(not q.is_file() for q in imgs): raise FileNotFoundError(f"{where}: image {next(q for q in imgs if not q.is_file())} is missing")
+        cols["messages"].append(json.dumps(msgs, ensure_ascii=False))
+        cols["images"].append([{"bytes": q.read_bytes(), "path": q.name} for q in imgs])
+        for k in _EXTRA: cols[k].append(str(row.get(k) or ""))
+    feats = datasets.Features({**{k: datasets.Value("string") for k in cols}, "images": datasets.List(datasets.Image())})
+    return datasets.Dataset.from_dict(cols, features=feats)

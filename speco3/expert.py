@@ -739,7 +739,7 @@ VERSION = "4"  # bump when a rule, a limit or the wording changes (recorded in e
 def _call(lo, hi, name):
     "A tool call as the model writes it."
     args = {"wavelength_range": [lo, hi], "label": name}
-    return f'<tool_call>{json.dumps({"name": TOOL_NAME, "arguments": args}, ensure_ascii=False)}</tool_call>'
+    return f'<tool_call>\n{json.dumps({"name": TOOL_NAME, "arguments": args}, ensure_ascii=False)}\n</tool_call>'  # the authors' format
 
 def _overview(m, ends=()):
     "The first look: continuum colour, noise, redshift, coverage (`ends`: the data's rest-frame ends, as the tool draws them)."

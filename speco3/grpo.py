@@ -161,7 +161,7 @@ def grpo_dataset(data, # what `grpo_rows` reads, or a list of rows
 def _call_text(call):
     f = call.get("function", call)
     args = f.get("arguments", {})
-    return f'<tool_call>{{"name": {json.dumps(f.get("name"), ensure_ascii=False)}, "arguments": {args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)}}}</tool_call>'
+    return f'<tool_call>\n{{"name": {json.dumps(f.get("name"), ensure_ascii=False)}, "arguments": {args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)}}}\n</tool_call>'
 
 def _text(content):
     if isinstance(content, str): return content
@@ -235,7 +235,7 @@ def tool_turn_tokens(processor, # the run's processor (tokenizer, image processo
 def call_tokens(processor) -> int: # the run's processor
     "Tokens of the longest tool call the model writes (four-digit bounds, an 80-character label) and its end of turn."
     args = {"wavelength_range": [3700.25, 9099.75], "label": _LABEL}
-    text = f'\n<tool_call>{{"name": "{TOOL_NAME}", "arguments": {json.dumps(args, ensure_ascii=False)}}}</tool_call><|im_end|>'
+    text = f'\n<tool_call>\n{{"name": "{TOOL_NAME}", "arguments": {json.dumps(args, ensure_ascii=False)}}}\n</tool_call><|im_end|>'
     return len(processor.tokenizer(text, add_special_tokens=False)["input_ids"])
 
 def completion_budget(processor, # the run's processor
@@ -294,7 +294,7 @@ class GRPOProfile:
     save_total_limit: int = 2
 
 PROFILES = {
-    "paper": GRPOProfile("paper", model="Qwen/Qwen2.5-VL-7B-Instruct"),
+    "paper": GRPOProfile("paper", model="Qwen/Qwen2.5-VL-7B-Instruct", max_tool_calls=7, max_completion_length=32768),  # the authors' config: 8 assistant turns (7 zooms + the answer), response 32 768
     "gpu": GRPOProfile("gpu", model="Qwen/Qwen2.5-VL-3B-Instruct", prompts_per_step=8, prompts_per_update=4, micro_batch=4,
                        num_train_epochs=1, save_steps=20),
     "cpu": GRPOProfile("cpu", needs_init=True, style="fast", num_generations=4, prompts_per_step=2, prompts_per_update=2,

@@ -23,6 +23,7 @@ FIELDS = {  # frame column <- record keys tried in order
     "prediction": ("prediction", "final_answer"),
     "format_ok": ("format_ok",),
     "confidence": ("confidence",),
+    "strict_prediction": ("strict_prediction",),  # the paper's exact-answer reading (see `_strict`)
 }
 _BAD = object()  # marks a value that is neither a label nor missing
 
@@ -58,6 +59,11 @@ def _checked(df):
         if p is _BAD: raise ValueError(f"{_where(d, i)}: prediction {d['prediction'].iloc[i]!r} is not YES, NO or None")
         if not isinstance(k, str) or not k: raise ValueError(f"{_where(d, i)}: task {k!r} is not a task key string")
     d["truth"], d["prediction"] = truth, pd.Series(pred, index=d.index, dtype=object)
+    if "strict_prediction" in d.columns:
+        strict = [_label(v) for v in d["strict_prediction"]]
+        for i, p in enumerate(strict):
+            if p is _BAD: raise ValueError(f"{_where(d, i)}: strict_prediction {d['strict_prediction'].iloc[i]!r} is not YES, NO or None")
+        d["strict_prediction"] = pd.Series(strict, index=d.index, dtype=object)
     if "confidence" in d.columns:
         c = pd.to_numeric(d["confidence"], errors="coerce").astype(float)
         bad = np.flatnonzero(~(c.isna() | c.between(0, 1)) | (c.isna() & d["confidence"].notna()))
@@ -109,6 +115,16 @@ def _window(call):
         return None
     return [lo, hi]
 
+def _strict(rec):
+    "The paper's strict prediction of a record: its own `strict_prediction`, else the exact `\\boxed{}` answer of its turns' text (None when it gave no prediction), else its prediction."
+    if "strict_prediction" in rec: return rec["strict_prediction"]
+    turns = rec.get("turns")
+    if isinstance(turns, (list, tuple)) and turns and all(isinstance(t, dict) for t in turns) and any(t.get("text") for t in turns):
+        if _label(_get(rec, "prediction")) in (None, _BAD): return None
+        from speco3.reward import exact_answer  # here, so that importing metrics imports no other speco3 module
+        return exact_answer([str(t.get("text") or "") for t in turns])
+    return _get(rec, "prediction")
+
 def predictions_frame(records # trajectory-like dicts: task, truth/ground_truth, prediction, format_ok, tool calls, ...
                      ) -> pd.DataFrame:
     "A checked predictions frame (one row per record) from trajectory-like dicts."
@@ -122,7 +138,7 @@ def predictions_frame(records # trajectory-like dicts: task, truth/ground_truth,
         raise ValueError(f"no record has {lacking} (looked for keys {[FIELDS[c] for c in lacking]}); they are required")
     rows = []
     for r in records:
-        rows.append({**{c: _get(r, c) for c in FIELDS if has(r, c) or c in REQUIRED}, **tool_fields(r)})
+        rows.append({**{c: _get(r, c) for c in FIELDS if has(r, c) or c in REQUIRED}, **tool_fields(r), "strict_prediction": _strict(r)})
     df = pd.DataFrame(rows)
     if "n_tool_calls" in df.columns: df["n_tool_calls"] = df["n_tool_calls"].astype("Int64")
     return _checked(df)
@@ -239,6 +255,8 @@ def evaluate(df,            # predictions frame (see `predictions_frame`)
     used = [t for t in wanted if t in present]
     if not used: raise ValueError(f"none of the tasks {wanted} is in the predictions frame; it has {present}")
     d = d[d.task.isin(used)]
+    d = d.assign(lenient_prediction=d.prediction)
+    if "strict_prediction" in d.columns: d = d.assign(prediction=d.strict_prediction)  # the paper's reading is the primary one
     rows, reps = [], []
     for t in used:
         g = d[d.task == t]
@@ -252,7 +270,8 @@ def evaluate(df,            # predictions frame (see `predictions_frame`)
                          acc=acc, acc_lo=alo, acc_hi=ahi,
                          precision=p, recall=rec, f1=f1, f1_lo=flo, f1_hi=fhi,
                          format_ok_rate=_rate(g["format_ok"]) if "format_ok" in g else np.nan,
-                         no_answer_rate=float(g.prediction.isna().mean()), note=_note(c)))
+                         no_answer_rate=float(g.prediction.isna().mean()), note=_note(c),
+                         **dict(zip(("lenient_acc", "lenient_f1"), (float(x) for x in np.take(_scores(_cells(g.truth, g.lenient_prediction)), [0, 3]))))))
         reps.append(r)
     pt = pd.DataFrame(rows)
     reps = np.stack(reps, axis=1)  # [n_boot, n_tasks, 4]
@@ -265,6 +284,8 @@ def evaluate(df,            # predictions frame (see `predictions_frame`)
         s[f"{k}_lo"], s[f"{k}_hi"] = _interval(r, level)
     s["format_ok_rate"] = _rate(d["format_ok"]) if "format_ok" in d else np.nan
     s["no_answer_rate"] = float(d.prediction.isna().mean())
+    s.update(reading="strict: exact \\boxed{YES}/\\boxed{NO}", lenient_macro_f1=float(pt.lenient_f1.mean()),
+             lenient_macro_acc=float(pt.lenient_acc.mean()), lenient_overall_acc=float((d.lenient_prediction == d.truth).mean()))
     if "confidence" in d.columns: s.update(_confidence_summary(d))
     has_tools = guidelines is not None or {"n_tool_calls", "windows"} & set(d.columns)
     tools = tool_stats(d, guidelines) if has_tools else None
@@ -421,7 +442,7 @@ def main_table(results,     # dict policy name -> `Evaluation`
                percent=True, # values in percent
                digits=1     # decimals kept
               ) -> pd.DataFrame:
-    "The paper's layout: one row per policy; per-task Acc and F1, then macro Acc and F1."
+    "The paper's layout: one row per policy; per-task Acc and F1 and macro Acc and F1 (strict), then the lenient macro Acc and F1."
     if not isinstance(results, dict) or not results: raise ValueError("results must be a non-empty dict policy name -> Evaluation")
     for name, r in results.items():
         if not isinstance(r, Evaluation): raise ValueError(f"results[{name!r}] is a {type(r).__name__}, not an Evaluation from evaluate()")
@@ -435,6 +456,7 @@ def main_table(results,     # dict policy name -> `Evaluation`
         pt = r.per_task.set_index("task").loc[tasks]
         row = {(t, m): pt.loc[t, k] for t in tasks for m, k in (("Acc", "acc"), ("F1", "f1"))}
         row[("macro", "Acc")], row[("macro", "F1")] = pt.acc.mean(), pt.f1.mean()
+        row[("macro lenient", "Acc")], row[("macro lenient", "F1")] = pt.lenient_acc.mean(), pt.lenient_f1.mean()
         rows[name] = row
     out = pd.DataFrame.from_dict(rows, orient="index")
     out.columns = pd.MultiIndex.from_tuples(out.columns)

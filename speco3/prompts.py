@@ -156,10 +156,10 @@ SYSTEM_PROMPT_NO_ZOOM = (  # the paper's "no tool" ablation: the same task witho
 
 # %% ../nbs/06_prompts.ipynb #23ddcf8b
 DEFAULT_SYSTEM = "You are a helpful assistant."  # Qwen2.5-VL's system text when a conversation has none
-_TOOLS_HEAD = ("\n\n# Tools\n\nYou can call the functions described below. Their signatures are JSON objects "
-               "inside <tools></tools>:\n<tools>")
-_TOOLS_TAIL = ("\n</tools>\n\nTo call a function, write one JSON object with its name and arguments between "
-               '<tool_call></tool_call> tags:\n<tool_call>{"name": <function-name>, "arguments": <args-json-object>}</tool_call>')
+_TOOLS_HEAD = ("\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+               "You are provided with function signatures within <tools></tools> XML tags:\n<tools>")  # the authors' words
+_TOOLS_TAIL = ("\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
+               '<tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>')
 
 def _json(x):
     "JSON as transformers' chat templates write it (`tojson`): non-ASCII kept, keys in their order."
@@ -242,11 +242,11 @@ def _content(content, where):
     return "".join(out)
 
 def _tool_call_text(tool_call, where):
-    "One structured tool call as `<tool_call>{json}</tool_call>`; string arguments are taken as JSON already."
+    "One structured tool call as `<tool_call>\\n{json}\\n</tool_call>`; arguments are written with `tojson` (a string as a JSON string)."
     call = tool_call["function"] if "function" in tool_call else tool_call
     if "name" not in call: raise ValueError(f"{where}: a tool call has no 'name'")
     args = call.get("arguments", {})
-    return f'<tool_call>{{"name": {_json(call["name"])}, "arguments": {args if isinstance(args, str) else _json(args)}}}</tool_call>'
+    return f'<tool_call>\n{{"name": {_json(call["name"])}, "arguments": {_json(args)}}}\n</tool_call>'
 
 def render_chat(messages,                    # chat messages: dicts with role, content (str or parts), tool_calls
                 tools=None,                  # tool schemas written into the system turn (as `apply_chat_template(tools=)`)
@@ -266,9 +266,8 @@ def render_chat(messages,                    # chat messages: dicts with role, c
         elif role == "assistant":
             out.append("<|im_start|>assistant\n")
             start = sum(map(len, out))
-            text = _content(m.get("content"), where).strip()
             calls = [_tool_call_text(c, where) for c in (m.get("tool_calls") or [])]
-            out.append("\n".join(([text] if text else []) + calls) + "<|im_end|>")
+            out.append(_content(m.get("content"), where) + "".join("\n" + c for c in calls) + "<|im_end|>")
             marks.append((start, sum(map(len, out))))
             out.append("\n")
         else:  # tool results: one user turn per run of tool messages

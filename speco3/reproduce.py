@@ -154,8 +154,12 @@ def save_predictions(results_dir, # e.g. out_dir/results/main
                     ) -> Path:
     "Write `predictions_<slug>.csv` (one row per sample; `windows`: the zoomed ranges as JSON) for the main-results table."
     import pandas as pd
+    from speco3.metrics import predictions_frame
     cols = ["sample_id", "task", "truth", "prediction", "status", "format_ok"]
-    df = pd.DataFrame([{**{c: r.get(c) for c in cols}, **_tool_fields(r)} for r in records]).assign(policy=policy)
+    records = list(records)
+    strict = list(predictions_frame(records).strict_prediction)  # the paper's exact-answer reading, saved beside the lenient one
+    df = pd.DataFrame([{**{c: r.get(c) for c in cols}, "strict_prediction": s, **_tool_fields(r)}
+                       for r, s in zip(records, strict)]).assign(policy=policy)
     path = predictions_path(results_dir, policy)
     atomic_write(path, df.to_csv(index=False))
     return path
@@ -171,7 +175,7 @@ def read_predictions(path # a predictions_*.csv written by save_predictions
                     ) -> list:
     "The rows of a saved predictions file as records: a missing answer is None, never 'nan'; `windows` parsed back."
     import pandas as pd
-    df = pd.read_csv(path, keep_default_na=False, na_values={"prediction": [""], "truth": [""]})
+    df = pd.read_csv(path, keep_default_na=False, na_values={"prediction": [""], "truth": [""], "strict_prediction": [""]})
     recs = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()} for r in df.to_dict("records")]
     for i, r in enumerate(recs):
         w = r.pop("windows", "")
@@ -198,7 +202,9 @@ def main_table_from(results_dir, # folder holding predictions_*.csv
     head = ["policy"] + [f"{t} {m}" for t, m in table.columns]
     rows = [[name] + [f"{v:.1f}" for v in vals] for name, vals in zip(table.index, table.values)]
     md = "\n".join("| " + " | ".join(r) + " |" for r in [head, ["---"] * len(head)] + rows)
-    atomic_write(Path(results_dir) / "main_table.md", md + "\n")
+    note = ("Acc and F1 (per task and macro) count only an exact `\\boxed{YES}`/`\\boxed{NO}` answer, as the paper does; "
+            "*macro lenient* reads answers leniently (speco3.reward.parse).")
+    atomic_write(Path(results_dir) / "main_table.md", md + "\n\n" + note + "\n")
     atomic_write(Path(results_dir) / "main_metrics.json", json.dumps({k: v.to_dict() for k, v in evals.items()}, indent=1))
     return table
 
@@ -269,7 +275,8 @@ def behaviour_table(records:dict, # row name -> trajectory records (or saved pre
                          format_valid=100 * s["format_ok_rate"], answered=100 * (1 - s["no_answer_rate"]),
                          tool_use=100 * tl.get("used_tool", np.nan), calls_mean=tl.get("calls_mean", np.nan),
                          guideline_windows_visited=100 * tl.get("guideline_visit_rate", np.nan),
-                         yes_rate=100 * (said == "YES").mean() if len(said) else np.nan, macro_acc=100 * s["macro_acc"], macro_f1=100 * s["macro_f1"]))
+                         yes_rate=100 * (said == "YES").mean() if len(said) else np.nan, macro_acc=100 * s["macro_acc"], macro_f1=100 * s["macro_f1"],
+                         lenient_macro_acc=100 * s["lenient_macro_acc"], lenient_macro_f1=100 * s["lenient_macro_f1"]))
     return pd.DataFrame(rows).set_index("policy").round(1), evals
 
 # %% ../nbs/90_reproduce.ipynb #4d3a1289

@@ -26,9 +26,9 @@ except ImportError as e:  # the model side is the `train` extra, not the core
     raise ImportError(f"speco3.sft needs torch, transformers, trl and datasets ({e}); install them with: pip install 'speco3[train]'") from e
 
 # %% auto #0
-__all__ = ['PROFILES', 'LORA_TARGETS', 'conversation_to_example', 'demo_conversations', 'sft_dataset', 'as_sft_dataset',
-           'SFTProfile', 'profile_table', 'settle', 'lora_config', 'sft_args', 'sft_trainer', 'trained_spans',
-           'assistant_spans', 'save_loss_curve', 'train_sft']
+__all__ = ['PROFILES', 'ACCELERATE_CONFIGS', 'LORA_TARGETS', 'conversation_to_example', 'demo_conversations', 'sft_dataset',
+           'as_sft_dataset', 'SFTProfile', 'profile_table', 'accelerate_config', 'settle', 'lora_config', 'sft_args',
+           'sft_trainer', 'trained_spans', 'assistant_spans', 'save_loss_curve', 'train_sft']
 
 # %% ../nbs/13_sft.ipynb #055c0092
 _CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
@@ -88,7 +88,7 @@ def _demo_script(rng, task):
     t, texts = TASKS[task], []
     for lo, hi, name in rng.sample(list(t.windows), rng.randint(1, 3)):
         call = json.dumps({"name": TOOL_NAME, "arguments": {"wavelength_range": [lo, hi], "label": name}}, ensure_ascii=False)
-        texts.append(f"<think>I see {rng.choice(_SEEN)}; next I check {name} at {lo:g}-{hi:g} Å.</think>\n<tool_call>{call}</tool_call>")
+        texts.append(f"<think>I see {rng.choice(_SEEN)}; next I check {name} at {lo:g}-{hi:g} Å.</think>\n<tool_call>\n{call}\n</tool_call>")
     answer = rng.choice(["YES", "NO"])
     texts.append(f"<think>The zooms settle it: {'a' if answer == 'YES' else 'not a'} {t.name}.</think>\n<answer>\\boxed{{{answer}}}</answer>")
     return texts
@@ -140,7 +140,7 @@ def _check_row(row, where):
     if open_ != len(row.get("images") or []):
         raise ValueError(f"{where}: {open_} unfilled image placeholders but {len(row.get('images') or [])} images in 'images'")
 
-def as_sft_dataset(data): # a Dataset, a list of chats/rows, or a folder written by speco3.coldstart
+def as_sft_dataset(data): # a Dataset, a list of chats/rows, a folder written by speco3.coldstart, or ShareGPT (LLaMA-Factory)
     "The training table for `data`, checked on its first row."
     if isinstance(data, (str, Path)):
         try: from speco3.coldstart import load_sft_dataset
@@ -198,6 +198,17 @@ _OURS = ("name", "model", "tiny_size", "freeze_vision", "lora_r", "lora_alpha", 
 def profile_table(profiles=None): # a dict of SFTProfile; None: PROFILES
     "The profiles side by side, one row per setting (a pandas DataFrame)."
     return runs.profile_table(profiles or PROFILES)
+
+# %% ../nbs/13_sft.ipynb #59ab56c5
+ACCELERATE_CONFIGS = {"paper": "accelerate_fsdp.yaml"}  # profile -> Accelerate config in speco3/configs
+
+def accelerate_config(profile:str="paper" # a profile with a shipped Accelerate config (see ACCELERATE_CONFIGS)
+                     ) -> Path:
+    "The path of the Accelerate config shipped for `profile` (sharded full fine-tuning)."
+    if profile not in ACCELERATE_CONFIGS:
+        raise ValueError(f"no Accelerate config for profile {profile!r}; have {sorted(ACCELERATE_CONFIGS)} (others train on one device)")
+    from importlib import resources
+    return Path(str(resources.files("speco3") / "configs" / ACCELERATE_CONFIGS[profile]))  # package data (MANIFEST.in)
 
 # %% ../nbs/13_sft.ipynb #d955edc2
 def settle(profile="cpu", # a key of PROFILES or an SFTProfile
@@ -310,7 +321,7 @@ def save_loss_curve(log_history, # trainer.state.log_history
         ax.set(xlabel="optimiser step", ylabel="loss (assistant tokens)", title=f"SFT loss: {name}")
     return write_curve(log_history, out_dir, _CURVE, "loss", "loss.csv", f"sft_loss_{name}.png", plot)
 
-def train_sft(data, # a Dataset, a list of chats/rows, or a folder written by speco3.coldstart
+def train_sft(data, # a Dataset, a list of chats/rows, a folder written by speco3.coldstart, or ShareGPT (LLaMA-Factory)
               out_dir, # run folder (created); resuming reads its checkpoints
               profile="cpu", # "paper", "gpu", "cpu", "smoke" or an SFTProfile
               model=None, # None: the profile's model (cpu/smoke: the tiny model built into out_dir/base); a folder, hub id or loaded model

@@ -148,7 +148,7 @@ def _trajectory(rng, task):
         args = {"wavelength_range": [lo, hi], "label": name} if rng.random() < 0.8 else {"wavelength_range": [lo, hi]}
         call = json.dumps({"name": TOOL_NAME, "arguments": args}, ensure_ascii=False)
         parts.append(f"<think>I see {rng.choice(_SEEN)}; {rng.choice(_THEN)} {name} at {lo:g}-{hi:g} Å.</think>\n"
-                     f"<tool_call>{call}</tool_call>")
+                     f"<tool_call>\n{call}\n</tool_call>")
         parts.append(f"<tool_response>\nGenerated spectral visualization focused on wavelength range "  # speco3.tool's text
                      f"[{lo:g}, {hi:g}] Å for {name if 'label' in args else 'the requested region'}.\n</tool_response>")
     answer = rng.choice(["YES", "NO"])

@@ -14,10 +14,10 @@ from .prompts import PAPER_TASKS, MAX_TOOL_CALLS, chat_template
 from .bench import file_stem, set_info
 
 # %% auto #0
-__all__ = ['ROLLOUT_N', 'LEARNING_RATE', 'ALPHA', 'TOTAL_EPOCHS', 'MAX_PROMPT_LENGTH', 'PROFILES', 'IMAGE_TOKENS',
-           'TOOL_REPLY_TOKENS', 'ASSISTANT_TOKENS', 'REWARD_MODULE', 'TOOL_MODULE', 'TOOL_CLASS', 'VERL_REQUIREMENTS',
-           'VerlProfile', 'image_tokens', 'response_length', 'grpo_config', 'tool_config', 'core_requirements',
-           'export_verl']
+__all__ = ['ROLLOUT_N', 'LEARNING_RATE', 'ALPHA', 'TOTAL_EPOCHS', 'MAX_PROMPT_LENGTH', 'MAX_RESPONSE_LENGTH',
+           'MAX_ASSISTANT_TURNS', 'MAX_TOOL_RESPONSE_LENGTH', 'PROFILES', 'IMAGE_TOKENS', 'TOOL_REPLY_TOKENS',
+           'ASSISTANT_TOKENS', 'REWARD_MODULE', 'TOOL_MODULE', 'TOOL_CLASS', 'VERL_REQUIREMENTS', 'VerlProfile',
+           'image_tokens', 'response_length', 'grpo_config', 'tool_config', 'core_requirements', 'export_verl']
 
 # %% ../nbs/15_verl.ipynb #d684376f
 ROLLOUT_N = 8             # rollouts per question (GRPO group size)
@@ -25,6 +25,9 @@ LEARNING_RATE = 1e-6      # the authors' actor learning rate
 ALPHA = 0.2               # format penalty of the rule reward (speco3.reward.score)
 TOTAL_EPOCHS = 3          # passes over the training set
 MAX_PROMPT_LENGTH = 2048  # tokens: system + tools + question + overview image (estimate below: ≤ ~1,950)
+MAX_RESPONSE_LENGTH = 32768  # the authors' data.max_response_length (our worst-case estimate, response_length(), is 10,240)
+MAX_ASSISTANT_TURNS = 8   # the authors' multi_turn.max_assistant_turns: 7 zooms and an answer (the paper's text says 8 tool calls)
+MAX_TOOL_RESPONSE_LENGTH = 1024  # the authors' multi_turn.max_tool_response_length (characters of tool text)
 
 @dataclass(frozen=True)
 class VerlProfile:
@@ -116,7 +119,7 @@ def grpo_config(profile="paper", # a key of PROFILES, or a VerlProfile
         "speco3": {"run_dir": str(run_dir), "profile": p.name},
         "data": {"train_files": [f"{_R}/{f}" for f in train_files], "val_files": [f"{_R}/{f}" for f in val_files],
                  "prompt_key": "prompt", "image_key": "images", "reward_fn_key": "data_source",
-                 "max_prompt_length": MAX_PROMPT_LENGTH, "max_response_length": response_length(),
+                 "max_prompt_length": MAX_PROMPT_LENGTH, "max_response_length": MAX_RESPONSE_LENGTH,
                  "train_batch_size": p.train_batch_size, "return_raw_chat": True, "return_multi_modal_inputs": False,
                  "filter_overlong_prompts": True, "truncation": "error", "seed": 0},
         "actor_rollout_ref": {
@@ -131,8 +134,8 @@ def grpo_config(profile="paper", # a key of PROFILES, or a VerlProfile
                         "max_num_batched_tokens": 16384, "log_prob_micro_batch_size_per_gpu": 1,
                         "val_kwargs": {"n": 1, "do_sample": False, "temperature": 0.0},
                         "multi_turn": {"enable": True, "max_user_turns": MAX_TOOL_CALLS,
-                                       "max_assistant_turns": MAX_TOOL_CALLS + 1, "max_parallel_calls": 1,
-                                       "max_tool_response_length": 1024, "format": "hermes",
+                                       "max_assistant_turns": MAX_ASSISTANT_TURNS, "max_parallel_calls": 1,
+                                       "max_tool_response_length": MAX_TOOL_RESPONSE_LENGTH, "format": "hermes",
                                        "tool_config_path": f"{_R}/config/tool_config.yaml"},
                         "agent": {"default_agent_loop": "tool_agent", "num_workers": 8}}},
         "algorithm": {"adv_estimator": "grpo", "norm_adv_by_std_in_grpo": True, "use_kl_in_reward": False,
@@ -378,8 +381,8 @@ from the last checkpoint in `checkpoints/` (`trainer.resume_mode=auto`).
 
 The response budget holds the worst case of the protocol: K = {MAX_TOOL_CALLS} tool replies of at most
 {IMAGE_TOKENS} image tokens (a full-spectrum plot) and {TOOL_REPLY_TOKENS} text tokens each, plus K + 1 assistant
-turns of {ASSISTANT_TOKENS} tokens: K·(I + R) + (K + 1)·A = {response_length(multiple=1)}, rounded up to
-{cfg["data"]["max_response_length"]}. A rollout that reaches it stops, usually without an answer.
+turns of {ASSISTANT_TOKENS} tokens: K·(I + R) + (K + 1)·A = {response_length(multiple=1)}; the authors' limit,
+{cfg["data"]["max_response_length"]}, holds it with room to spare. A rollout that reaches it stops, usually without an answer.
 
 ## Data
 
@@ -465,10 +468,9 @@ def export_verl(out, # the run directory to write
     for name, src in links: _link(src, out / "data" / name)
     head = (f"speco3 GRPO on verl 0.9.1, profile {p.name} (written by `speco3 export verl`; README.md explains it).\n"
             "Paths are relative to ${speco3.run_dir}, which run.sh sets to its own directory.")
-    notes = {"data.max_response_length": f"K·(I + R) + (K + 1)·A = {MAX_TOOL_CALLS}·({IMAGE_TOKENS} + {TOOL_REPLY_TOKENS}) + "
-                                         f"{MAX_TOOL_CALLS + 1}·{ASSISTANT_TOKENS} = {response_length(multiple=1)}, rounded up "
-                                         "(K tool replies: largest plot + text; K + 1 assistant turns)",
-             "actor_rollout_ref.rollout.multi_turn.max_assistant_turns": "8 turns that call the tool + 1 that answers",
+    notes = {"data.max_response_length": f"the authors' value; the worst case K·(I + R) + (K + 1)·A = {MAX_TOOL_CALLS}·({IMAGE_TOKENS} + "
+                                         f"{TOOL_REPLY_TOKENS}) + {MAX_TOOL_CALLS + 1}·{ASSISTANT_TOKENS} = {response_length(multiple=1)} fits in it",
+             "actor_rollout_ref.rollout.multi_turn.max_assistant_turns": "the authors' config: 8 assistant turns (7 zooms and an answer; the paper's text says 8 tool calls)",
              "actor_rollout_ref.model.custom_chat_template": "speco3.prompts.chat_template(): rollouts see the SFT data's text",
              "algorithm.kl_ctrl": "no KL term (the paper's setting); with use_kl_loss false there is no reference model"}
     (out / "config" / "speco3_grpo.yaml").write_text(_yaml(cfg, head, notes), encoding="utf-8")

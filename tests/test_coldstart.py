@@ -24,7 +24,7 @@ from speco3.tool import TOOL_NAME
 
 def call(lo, hi, label=None):
     args = {"wavelength_range": [lo, hi], **({"label": label} if label else {})}
-    return "<tool_call>" + json.dumps({"name": TOOL_NAME, "arguments": args}, ensure_ascii=False) + "</tool_call>"
+    return "<tool_call>\n" + json.dumps({"name": TOOL_NAME, "arguments": args}, ensure_ascii=False) + "\n</tool_call>"  # the authors' format
 
 
 def good(task, truth):
@@ -469,3 +469,30 @@ def test_guided_drafter_refuses_unlabelled_episodes(samples):
            Episode("b", "cv", [{"role": "system", "content": "S"}, {"role": "user", "content": "Q"}], samples[0].spectrum, truth="YES")]
     out = gd.act(eps)
     assert isinstance(out[0], ValueError) and "needs the label" in str(out[0]) and out[1].startswith("<think>")
+
+
+def test_sharegpt_reads_back_as_the_trl_export(accepted_run, tmp_path):
+    pytest.importorskip("datasets")
+    run, kept = accepted_run
+    trl = cs.load_sft_dataset(cs.export_sft(run, tmp_path / "trl")).with_format(None)
+    lf = cs.load_sft_dataset(cs.export_sharegpt(run, tmp_path / "lf")).with_format(None)
+    assert len(trl) == len(lf) == len(kept)
+    for a, b in zip(trl, lf):
+        assert json.loads(a["messages"]) == json.loads(b["messages"]) and a["sample_id"] == b["sample_id"]
+        assert [i.tobytes() for i in a["images"]] == [i.tobytes() for i in b["images"]]
+    row = cs.load_sft_dataset(tmp_path / "lf" / "speco3_coldstart.json")[0]  # the data file alone, tags from its dataset_info
+    assert row["messages"][2]["tool_calls"] and row["images"] == []
+
+
+def test_sharegpt_bad_rows_name_file_and_row(tmp_path):
+    pytest.importorskip("datasets")
+    from PIL import Image
+    Image.new("RGB", (2, 2)).save(tmp_path / "a.png")
+    good = {"conversations": [{"from": "human", "value": "<image>q"}, {"from": "gpt", "value": "a"}], "images": ["a.png"]}
+    cases = {"missing key 'value'": {"conversations": [{"from": "human"}], "images": []},
+             "unknown tag 'bot'": {"conversations": [{"from": "bot", "value": "a"}], "images": []},
+             "2 images for 1 <image> placeholders": dict(good, images=["a.png", "a.png"]),
+             "no 'conversations'": {"images": []}}
+    for msg, bad in cases.items():
+        (tmp_path / "d.jsonl").write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
+        with pytest.raises(ValueError, match=f"d.jsonl row 1.*{re.escape(msg)}"): cs.load_sft_dataset(tmp_path / "d.jsonl")

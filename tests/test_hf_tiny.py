@@ -24,8 +24,8 @@ from speco3.tiny import (SIZES, SPECIAL_TOKENS, build_tiny, load_tiny, tiny_conf
                          scripted_conversations)
 
 W = lamost_wavelength()
-CALL = ('<think>There may be a broad emission line near 6563 Å.</think>\n<tool_call>{"name": "spectral_visualization_tool", '
-        '"arguments": {"wavelength_range": [6480, 6650], "label": "H-alpha"}}</tool_call>')
+CALL = ('<think>There may be a broad emission line near 6563 Å.</think>\n<tool_call>\n{"name": "spectral_visualization_tool", '
+        '"arguments": {"wavelength_range": [6480, 6650], "label": "H-alpha"}}\n</tool_call>')  # the authors' format
 ANSWER = "<think>H-alpha is broad.</think>\n<answer>\\boxed{YES}</answer>"
 STATUSES = {"answered", "no_answer", "turn_limit", "policy_error"}
 

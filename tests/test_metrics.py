@@ -18,6 +18,7 @@ RECORDS = [
     dict(sample_id="cv4", task="cv", truth="NO", prediction="YES", format_ok=True, tool_calls=[call(6580, 6700)]),
     dict(sample_id="cv5", task="cv", truth="NO", prediction="NO", format_ok=True, tool_calls=[call(6540, 6590)]),
     dict(sample_id="wd1", data_source="wd", reward_model={"ground_truth": "YES"}, final_answer="yes", format_ok=True,
+         strict_prediction="YES",  # its turns' text is not kept here; the paper's exact reading is given
          turns=[{"tool_call": call(4300, 4400)}, {"text": "done"}]),
     dict(sample_id="wd2", data_source="wd", reward_model={"ground_truth": "NO"}, final_answer="NO", format_ok=True, turns=[]),
     dict(sample_id="wd3", data_source="wd", reward_model={"ground_truth": "NO"}, final_answer="NO", format_ok=True, turns=[]),
@@ -47,10 +48,11 @@ def test_records_to_numbers():
 
 def test_main_table_layout():
     df = predictions_frame(RECORDS)
-    table = main_table({"spec-o3": evaluate(df, n_boot=0), "always NO": evaluate(df.assign(prediction="NO"), n_boot=0)})
-    assert list(table.columns) == [("cv", "Acc"), ("cv", "F1"), ("wd", "Acc"), ("wd", "F1"), ("macro", "Acc"), ("macro", "F1")]
+    table = main_table({"spec-o3": evaluate(df, n_boot=0), "always NO": evaluate(df.assign(prediction="NO", strict_prediction="NO"), n_boot=0)})
+    assert list(table.columns) == [("cv", "Acc"), ("cv", "F1"), ("wd", "Acc"), ("wd", "F1"), ("macro", "Acc"), ("macro", "F1"),
+                                   ("macro lenient", "Acc"), ("macro lenient", "F1")]
     assert table.loc["spec-o3", ("macro", "F1")] == pytest.approx(83.3)
-    assert table.loc["always NO"].tolist() == pytest.approx([40.0, 0.0, 66.7, 0.0, 53.3, 0.0])
+    assert table.loc["always NO"].tolist() == pytest.approx([40.0, 0.0, 66.7, 0.0, 53.3, 0.0, 53.3, 0.0])
 
 @pytest.mark.parametrize("records, message", [
     ([dict(task="cv", prediction="YES")], "no record has ['truth']"),
@@ -104,3 +106,16 @@ def test_framework_free():
             "print(bad, mods)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[] []", out
+
+
+def test_strict_reading_first_lenient_beside():
+    recs = [dict(task="cv", truth="YES", prediction="YES", turns=[{"text": "<think>x</think><answer>\\boxed{YES}</answer>"}]),
+            dict(task="cv", truth="YES", prediction="YES", turns=[{"text": "<think>x</think><answer>\\boxed{yes}</answer>"}]),
+            dict(task="cv", truth="NO", prediction="NO", turns=[{"text": "<think>x</think><answer>NO</answer>"}])]
+    df = predictions_frame(recs)
+    assert list(df.strict_prediction) == ["YES", None, None]
+    e = evaluate(df, n_boot=0)
+    assert e.summary["overall_acc"] == pytest.approx(1 / 3) and e.summary["lenient_overall_acc"] == pytest.approx(1.0)
+    assert e.summary["reading"].startswith("strict")
+    t = main_table({"p": e})
+    assert t.loc["p", ("macro", "Acc")] == pytest.approx(33.3) and t.loc["p", ("macro lenient", "Acc")] == pytest.approx(100.0)

@@ -104,19 +104,25 @@ GOLDEN = (
     "\n"
     "# Tools\n"
     "\n"
-    "You can call the functions described below. Their signatures are JSON objects inside <tools></tools>:\n"
+    "You may call one or more functions to assist with the user query.\n"
+    "\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n"
     "<tools>\n"
     '{"type": "function", "function": {"name": "zoom", "description": "Zoom.", "parameters": {"type": "object", '
     '"properties": {"wavelength_range": {"type": "array"}}, "required": ["wavelength_range"]}}}\n'
     "</tools>\n"
     "\n"
-    "To call a function, write one JSON object with its name and arguments between <tool_call></tool_call> tags:\n"
-    '<tool_call>{"name": <function-name>, "arguments": <args-json-object>}</tool_call><|im_end|>\n'
+    "For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n"
+    "<tool_call>\n"
+    '{"name": <function-name>, "arguments": <args-json-object>}\n'
+    "</tool_call><|im_end|>\n"
     "<|im_start|>user\n"
     "<|vision_start|><|image_pad|><|vision_end|>Is it a CV?<|im_end|>\n"
     "<|im_start|>assistant\n"
     "<think>look</think>\n"
-    '<tool_call>{"name": "zoom", "arguments": {"wavelength_range": [6480, 6650]}}</tool_call><|im_end|>\n'
+    "<tool_call>\n"
+    '{"name": "zoom", "arguments": {"wavelength_range": [6480, 6650]}}\n'
+    "</tool_call><|im_end|>\n"
     "<|im_start|>user\n"
     "<tool_response>\n"
     "<|vision_start|><|image_pad|><|vision_end|>Zoomed.\n"
@@ -126,7 +132,7 @@ GOLDEN = (
     "<answer>\\boxed{YES}</answer><|im_end|>\n")
 
 GOLDEN_REPLIES = [
-    '<think>look</think>\n<tool_call>{"name": "zoom", "arguments": {"wavelength_range": [6480, 6650]}}</tool_call><|im_end|>',
+    '<think>look</think>\n<tool_call>\n{"name": "zoom", "arguments": {"wavelength_range": [6480, 6650]}}\n</tool_call><|im_end|>',
     "<think>broad</think>\n<answer>\\boxed{YES}</answer><|im_end|>"]
 
 
@@ -199,18 +205,20 @@ def test_generation_prompt_and_default_system(render):
 
 @pytest.mark.parametrize("render", RENDERERS)
 @pytest.mark.parametrize("empty", ["", [], None, "  \n", [{"type": "text", "text": ""}]], ids=repr)
-def test_no_blank_line_before_bare_tool_call(render, empty):
+def test_bare_tool_call_starts_on_a_new_line_as_the_authors(render, empty):
+    "The authors' template writes every call after a newline, so an empty reply leaves a blank line after the header."
     msgs = [{"role": "user", "content": "x"}, {"role": "assistant", "content": empty, "tool_calls": [CALL]}]
     text, spans = render(msgs, None, spans=True)
-    assert "<|im_start|>assistant\n<tool_call>{" in text
-    assert text[spans[0][0]:spans[0][1]] == '<tool_call>{"name": "zoom", "arguments": {"wavelength_range": [6480, 6650]}}</tool_call><|im_end|>'
+    blank = empty if isinstance(empty, str) else ""
+    assert f"<|im_start|>assistant\n{blank}\n<tool_call>\n{{" in text
+    assert text[spans[0][0]:spans[0][1]] == blank + '\n<tool_call>\n{"name": "zoom", "arguments": {"wavelength_range": [6480, 6650]}}\n</tool_call><|im_end|>'
 
 
 @pytest.mark.parametrize("render", RENDERERS)
-def test_text_is_trimmed_and_calls_go_one_per_line(render):
+def test_text_is_kept_and_calls_go_one_per_line(render):
     msgs = [{"role": "user", "content": "x"},
-            {"role": "assistant", "content": "\n<think>a</think>\n\n", "tool_calls": [CALL, CALL["function"]]}]
-    call = '<tool_call>{"name": "zoom", "arguments": {"wavelength_range": [6480, 6650]}}</tool_call>'
+            {"role": "assistant", "content": "<think>a</think>", "tool_calls": [CALL, CALL["function"]]}]
+    call = '<tool_call>\n{"name": "zoom", "arguments": {"wavelength_range": [6480, 6650]}}\n</tool_call>'
     assert render(msgs).endswith(f"<|im_start|>assistant\n<think>a</think>\n{call}\n{call}<|im_end|>\n")
 
 
@@ -260,7 +268,8 @@ def test_tool_call_parts_appear(render):
             text = render([{"role": "user", "content": "Weather?"}, {"role": "assistant", "content": "", "tool_calls": [call]},
                            {"role": "tool", "name": "get_weather", "content": sentinel}])
             assert all(s in text for s in ("get_weather", "city", "Paris", sentinel)), text
-            assert '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>' in text
+            want = {"city": "Paris"} if isinstance(args, dict) else args  # a string is written as a JSON string (tojson)
+            assert '<tool_call>\n{"name": "get_weather", "arguments": ' + json.dumps(want) + '}\n</tool_call>' in text
 
 
 @pytest.mark.parametrize("render", RENDERERS)
@@ -452,3 +461,26 @@ def test_trl_accepts_the_template_on_a_qwen2_5_vl_processor():
                                    add_generation_prompt=True, tokenize=True, return_dict=True)
     n_pad = list(out["input_ids"][0]).count(tok.convert_tokens_to_ids("<|image_pad|>"))
     assert n_pad == int(out["image_grid_thw"][0].prod()) // 4 > 0  # the one placeholder expanded to the image's tokens
+
+
+# --- the authors' chat template (tests/conformance/template/cases.jsonl): both renderings answer as theirs did
+import json as _json_mod
+from pathlib import Path as _Path
+TEMPLATE_CASES = [_json_mod.loads(l) for l in (_Path(__file__).parent / "conformance" / "template" / "cases.jsonl").read_text().splitlines() if l.strip()]
+
+@pytest.mark.parametrize("case", TEMPLATE_CASES, ids=[c["case"] for c in TEMPLATE_CASES])
+def test_template_conformance_python(case):
+    from speco3.prompts import render_chat
+    assert render_chat(case["messages"], tools=case["tools"], add_generation_prompt=case["add_generation_prompt"]) == case["authors_text"]
+
+@pytest.mark.parametrize("case", TEMPLATE_CASES, ids=[c["case"] for c in TEMPLATE_CASES])
+def test_template_conformance_jinja(case):
+    cu = pytest.importorskip("transformers.utils.chat_template_utils")
+    from speco3.prompts import chat_template
+    text = cu.render_jinja_template(conversations=[case["messages"]], tools=case["tools"], chat_template=chat_template(),
+                                    add_generation_prompt=case["add_generation_prompt"])[0][0]
+    assert text == case["authors_text"]
+
+def test_template_keeps_generation_markers():
+    from speco3.prompts import chat_template
+    assert "{%- generation %}" in chat_template() and "{%- endgeneration %}" in chat_template()

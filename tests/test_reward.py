@@ -1,8 +1,9 @@
-"""The odd-output matrix of speco3.reward: every row is a completion, the prediction and format status it must
+"""The authors' conformance cases (tests/conformance/reward: what their compute_score answered) and the odd-output
+matrix of speco3.reward's stricter `speco3` rule: every row is a completion, the prediction and format status it must
 give, the score against ground truth YES, and a piece of text one of the violation reasons must contain."""
 import time
 import pytest
-from speco3.reward import parse, score, Parsed, TAIL_CHARS
+from speco3.reward import parse, score, authors_parse, Parsed, TAIL_CHARS
 
 T = "<think>Broad Balmer emission and He II 4686.</think>"
 A = lambda box: f"<answer>\\boxed{{{box}}}</answer>"
@@ -101,11 +102,11 @@ ROWS = [
 @pytest.mark.parametrize("completion, prediction, format_ok, score_yes, reason, found_in",
                          [r[1:] for r in ROWS], ids=[r[0] for r in ROWS])
 def test_odd_outputs(completion, prediction, format_ok, score_yes, reason, found_in):
-    r = score(completion, "YES")
+    r = score(completion, "YES", rule="speco3")
     assert (r["prediction"], r["format_ok"], r["found_in"]) == (prediction, format_ok, found_in)
     assert r["score"] == pytest.approx(score_yes)
     assert r["score"] == pytest.approx((prediction == "YES") - 0.2 * (not format_ok))
-    assert score(completion, "NO")["score"] == pytest.approx((prediction == "NO") - 0.2 * (not format_ok))
+    assert score(completion, "NO", rule="speco3")["score"] == pytest.approx((prediction == "NO") - 0.2 * (not format_ok))
     assert (r["reasons"] == []) == format_ok
     if reason is not None: assert any(reason in x for x in r["reasons"]), r["reasons"]
 
@@ -119,7 +120,7 @@ def test_multi_turn_list_equals_joined_string():
     assert (r["score"], r["n_think"], r["n_tool_calls"], r["n_tool_responses"], r["n_answers"]) == (1.0, 2, 1, 1, 1)
 
 def test_multi_turn_answer_then_call_in_a_later_turn():
-    r = score([T + A("YES"), CALL], "YES")
+    r = score([T + A("YES"), CALL], "YES", rule="speco3")
     assert (r["format_ok"], r["score"]) == (False, pytest.approx(0.8))
     assert "<tool_call> after </answer>" in r["reasons"]
 
@@ -151,7 +152,7 @@ def test_parse_fields():
 def test_score_keys():
     assert set(score(T + A("YES"), "YES")) == {"score", "prediction", "ground_truth", "correct", "format_ok", "reasons",
                                               "found_in", "n_think", "n_tool_calls", "n_tool_call_errors", "n_answers",
-                                              "n_tool_responses"}
+                                              "n_tool_responses", "rule", "predicted_class"}
 
 @pytest.mark.parametrize("truth, expected", [("YES", "YES"), ("no", "NO"), (" Yes\n", "YES"), (True, "YES"), (False, "NO")])
 def test_ground_truth_accepted(truth, expected):
@@ -202,5 +203,38 @@ def test_adversarial_input_is_fast(name):
     t0 = time.perf_counter()
     r = score(text, "YES")
     dt = time.perf_counter() - t0
-    assert r["format_ok"] is False
+    assert r["format_ok"] is False and score(text, "YES", rule="speco3")["format_ok"] is False
     assert dt < 5, f"{name}: {dt:.1f} s; a linear parser takes milliseconds, so this means super-linear behaviour"
+
+
+# --- the authors' answers (tests/conformance/reward/cases.jsonl): the default rule reproduces each one
+import json
+from pathlib import Path
+CASES = [json.loads(l) for l in (Path(__file__).parent / "conformance" / "reward" / "cases.jsonl").read_text().splitlines() if l.strip()]
+
+def test_conformance_cases_present():
+    assert len(CASES) >= 400
+
+@pytest.mark.parametrize("i", range(len(CASES)))
+def test_reward_conformance(i):
+    c = CASES[i]
+    r = score(c["completion"], c["ground_truth"])
+    assert r["score"] == pytest.approx(c["authors"]["score"]), (c["completion"], r["reasons"])
+    assert r["predicted_class"] == c["authors"]["predicted_class"]
+    assert r["ground_truth"] == c["authors"]["true_class"]
+
+def test_answer_inside_thinking_scores_as_the_authors():
+    text = "<think>Broad Balmer lines. <answer>\\boxed{YES}</answer> so it is a CV.</think>"
+    r = score(text, "YES")
+    assert (r["prediction"], r["format_ok"], r["score"]) == ("YES", False, pytest.approx(0.8))
+    assert score(text, "YES", rule="speco3")["score"] == pytest.approx(0.8)
+
+def test_richer_parse_does_not_change_the_score():
+    text = T + CALL + RESP + T + "<answer>\\boxed{YES} \\boxed{NO}</answer>"
+    r = score(text, "YES")
+    assert (r["score"], r["n_think"], r["n_tool_calls"], r["n_tool_responses"]) == (1.0, 2, 1, 1)
+    assert authors_parse(text)["predicted_class"] == "YES"
+
+def test_rule_rejected():
+    with pytest.raises(ValueError, match="rule must be one of"):
+        score(T + A("YES"), "YES", rule="paper")

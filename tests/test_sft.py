@@ -13,9 +13,10 @@ pytest.importorskip("trl", reason="trl is not installed (pip install 'speco3[tra
 import torch
 from transformers import AutoModelForImageTextToText, TrainerCallback
 
+import speco3
 from speco3.prompts import render_chat
 from speco3.sft import (PROFILES, as_sft_dataset, assistant_spans, conversation_to_example, demo_conversations, settle,
-                        sft_dataset, sft_trainer, train_sft, trained_spans)
+                        sft_dataset, sft_trainer, train_sft, trained_spans, accelerate_config)
 
 RUN = dict(profile="smoke", max_steps=4, save_steps=2, progress=False)  # 4 steps of 2 conversations, checkpoints at 2 and 4
 
@@ -196,3 +197,23 @@ def test_bf16_profiles_need_a_gpu(chats, tmp_path):
     if torch.cuda.is_available(): pytest.skip(optional_extra("gpu", "a GPU is present: the paper profile would load the 7B model"))
     with pytest.raises(ValueError, match="no CUDA device"):
         sft_trainer(chats, tmp_path, profile="paper")
+
+
+def test_paper_profile_is_the_authors_recipe():
+    p = PROFILES["paper"]
+    assert (p.model, p.learning_rate, p.num_train_epochs, p.lr_scheduler_type, p.warmup_steps, p.per_device_train_batch_size) == \
+        ("Qwen/Qwen2.5-VL-7B-Instruct", 2e-5, 5, "cosine", 0.05, 4)
+    assert p.freeze_vision  # vision tower and projector (merger) frozen: freeze_vision covers both (test_vision_is_frozen_and_unchanged)
+
+
+def test_paper_accelerate_config_shards_full_fine_tuning():
+    from accelerate.commands.config.config_args import load_config_from_file
+    path = accelerate_config("paper")
+    assert path.is_file() and path.parent.name == "configs" and path.parent.parent == Path(speco3.__file__).parent
+    acc = load_config_from_file(str(path))
+    assert acc.distributed_type == "FSDP" and acc.mixed_precision == "bf16" and not acc.use_cpu
+    assert acc.fsdp_config["fsdp_sharding_strategy"] == "FULL_SHARD" and acc.fsdp_config["fsdp_state_dict_type"] == "FULL_STATE_DICT"
+    import transformers.models.qwen2_5_vl.modeling_qwen2_5_vl as qwen  # the layer classes it wraps exist
+    assert all(hasattr(qwen, c) for c in acc.fsdp_config["fsdp_transformer_layer_cls_to_wrap"].split(","))
+    root = Path(speco3.__file__).parent.parent
+    if (root / "MANIFEST.in").exists(): assert "*.yaml" in (root / "MANIFEST.in").read_text()  # shipped as package data

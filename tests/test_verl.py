@@ -78,11 +78,16 @@ def test_config_matches_profile(run_dir):
     assert (a["actor"]["use_kl_loss"], a["actor"]["kl_loss_coef"], cfg["algorithm"]["use_kl_in_reward"],
             cfg["algorithm"]["kl_ctrl"]["kl_coef"]) == (False, 0.0, False, 0.0)
     assert r["n"] == 8 and r["multi_turn"]["enable"] is True
-    assert (r["multi_turn"]["max_user_turns"], r["multi_turn"]["max_assistant_turns"]) == (8, 9)
+    assert (r["multi_turn"]["max_user_turns"], r["multi_turn"]["max_assistant_turns"]) == (8, 8)  # the authors' config
+    assert r["multi_turn"]["max_tool_response_length"] == 1024 and r["n"] == 8
     assert r["multi_turn"]["tool_config_path"] == "${speco3.run_dir}/config/tool_config.yaml"
     assert a["actor"]["optim"]["lr"] == 1e-6
     assert (cfg["data"]["train_batch_size"], a["actor"]["ppo_mini_batch_size"]) == (64, 32)
-    assert cfg["data"]["max_response_length"] == response_length() == 10240
+    assert (cfg["data"]["max_response_length"], cfg["data"]["max_prompt_length"]) == (32768, 2048)  # the authors' config
+    assert response_length() == 10240 < cfg["data"]["max_response_length"]
+    act = cfg["actor_rollout_ref"]["actor"]
+    assert (act["optim"]["lr"], act["ppo_mini_batch_size"], act["use_kl_loss"], act["entropy_coeff"]) == (1e-6, 32, False, 0.0)
+    assert (cfg["data"]["train_batch_size"], cfg["trainer"]["total_epochs"]) == (64, 3)
     assert cfg["data"]["image_key"] == "images" and cfg["data"]["prompt_key"] == "prompt"
     assert cfg["reward"]["custom_reward_function"] == {"path": "${speco3.run_dir}/speco3_verl_reward.py",
                                                        "name": "compute_score", "reward_kwargs": {"alpha": 0.2}}
@@ -240,7 +245,7 @@ def test_real_config_composes_and_validates(verl_config, run_dir):
     rollout = omega_conf_to_dataclass(cfg.actor_rollout_ref.rollout)
     assert (rollout.name, rollout.n, rollout.response_length, rollout.prompt_length) == ("sglang", 8, 10240, 2048)
     mt = rollout.multi_turn
-    assert (mt.enable, mt.max_assistant_turns, mt.max_user_turns, mt.max_parallel_calls, mt.format) == (True, 9, 8, 1, "hermes")
+    assert (mt.enable, mt.max_assistant_turns, mt.max_user_turns, mt.max_parallel_calls, mt.format) == (True, 8, 8, 1, "hermes")
     assert mt.tool_config_path == f"{run_dir.resolve()}/config/tool_config.yaml" and Path(mt.tool_config_path).exists()
     assert rollout.agent.default_agent_loop == "tool_agent"
     actor = omega_conf_to_dataclass(cfg.actor_rollout_ref.actor)
