@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 from .spectrum import Spectrum, SpectrumError
 from .io import read_spectrum, science_targets, atomic_write, read_jsonl, append_jsonl, run_lock
-from .tool import SpectralVisualizationTool, TOOL_NAME
+from .tool import SpectralVisualizationTool, TOOL_NAME, MIN_POINTS
 from .prompts import build_messages, MAX_TOOL_CALLS, TASKS
 from .reward import parse, score
 from .policy import Episode, Policy
@@ -176,6 +176,9 @@ class _Run:
     "The state of one episode inside `inspect_batch`."
     def __init__(self, sample, policy, style, max_tool_calls, guidelines, zoom):
         self.sample, self.t0 = sample, time.perf_counter()
+        n = int(sample.spectrum.good.sum())
+        if n < MIN_POINTS:  # one dot or a few: nothing a policy could inspect, so an unreadable input, not a verdict
+            raise SpectrumError(f"{sample.sample_id}: cannot be drawn (only {n} usable pixel(s), fewer than {MIN_POINTS})")
         self.tool = SpectralVisualizationTool.from_spectrum(sample.spectrum, style=style)
         first = self.tool.execute()
         if first.image is None:  # nothing a policy could look at: an unreadable input, not a verdict

@@ -208,7 +208,7 @@ def make_reward(alpha=0.2): # format penalty α of the rule reward
     return spec_o3_reward
 
 # %% ../nbs/14_grpo.ipynb #e81d4d76
-LARGEST_IMAGE = {"spec-o3": (832, 496), "fast": FAST_SIZE}  # (width, height) px of the largest plot each style draws
+LARGEST_IMAGE = {"spec-o3": (792, 472), "fast": FAST_SIZE}  # (width, height) px of the largest plot each style draws
 _LABEL = ("He I 4471, He II 4686 and the higher Balmer lines at the blue end, with the continuum shape")[:MAX_LABEL]
 
 def _longest_reply():

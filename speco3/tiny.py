@@ -311,7 +311,7 @@ def overfit(model, # a Qwen2.5-VL model (trained in place, left in eval mode)
             processor, # its processor (with the chat template)
             conversations, # chats with images, e.g. from `scripted_conversations`
             steps=60, # optimiser steps (each over all conversations)
-            lr=3e-3) -> list: # AdamW learning rate
+            lr=2e-3) -> list: # AdamW learning rate (3e-3 stalls on some tokenizer builds)
     "Train on the assistant tokens of `conversations` until they are memorised; returns the loss of each step."
     batches = []
     for chat in conversations:

@@ -58,7 +58,7 @@ def _profile(profile):
     raise ValueError(f"unknown verl profile {profile!r}; choose one of {', '.join(PROFILES)}")
 
 # %% ../nbs/15_verl.ipynb #f86c0430
-IMAGE_TOKENS = 540         # largest tool plot: a full view of a > 10,000-pixel spectrum (832×496 px)
+IMAGE_TOKENS = 540         # budget per tool plot: the largest spec-o3 plot (full view, 792×472 px) costs 476; 540 leaves room
 TOOL_REPLY_TOKENS = 128    # a tool reply besides its image: wrapper and chat markers (~20) + text (< 110)
 ASSISTANT_TOKENS = 512     # one assistant turn: a <think> paragraph and a tool call (or the answer)
 
