@@ -54,16 +54,19 @@ def tick_steps(width # window width in Å
         if width >= lo: return bounded_steps(width, major, minor)
     return TICK_LADDER[-1][1:]
 
+def _base_inches(width, full):
+    "Figure inches by window width (10 × 6 for the full view): the size ladder both styles share."
+    if full: return 10, 6
+    for top, size in ((50, (6, 4)), (200, (7, 4.5)), (1000, (8, 5))):
+        if width < top: return size
+    return 9, 5.5
+
 def figure_size(width, # window width in Å
                 n_points, # number of pixels in the window
                 full=False # the full-spectrum view (10x6 in whatever its width)
                ):
     "Figure size in inches by window width (10 × 6 for the full view), ×1.05 above 10 000 points (style `fast` layout maths)."
-    if full: w, h = 10, 6
-    elif width < 50: w, h = 6, 4
-    elif width < 200: w, h = 7, 4.5
-    elif width < 1000: w, h = 8, 5
-    else: w, h = 9, 5.5
+    w, h = _base_inches(width, full)
     k = 1.05 if n_points > 10_000 else 1.0
     return w * k, h * k
 
@@ -87,11 +90,7 @@ def o3_figure_size(span, # max - min of the wavelengths drawn, Å
                    full=False # the full-spectrum view
                   ):
     "spec-o3 figure size in inches: 10 × 6 for the full view, else by span; 5 % narrower below `O3_FEW_POINTS` points."
-    if full: w, h = 10, 6
-    elif span < 50: w, h = 6, 4
-    elif span < 200: w, h = 7, 4.5
-    elif span < 1000: w, h = 8, 5
-    else: w, h = 9, 5.5
+    w, h = _base_inches(span, full)
     return (w * 0.95 if n_points < O3_FEW_POINTS else w), h
 
 def quadrant_corner(x, # wavelengths of the points drawn

@@ -8,6 +8,7 @@ import base64, html, json, re
 from collections import Counter
 from pathlib import Path
 from .io import atomic_write
+from .agent import read_trajectories
 
 # %% auto #0
 __all__ = ['write_report']
@@ -72,12 +73,7 @@ def write_report(run_dir, # a folder written by `speco3.agent.run` (trajectories
     run_dir = Path(run_dir)
     jsonl = run_dir / "trajectories.jsonl"
     if not jsonl.exists(): raise FileNotFoundError(f"{run_dir}: no trajectories.jsonl here; is this a `speco3 vet` run folder?")
-    recs = []
-    with open(jsonl, encoding="utf-8") as f:
-        for i, line in enumerate(f):
-            if not line.strip(): continue
-            try: recs.append(json.loads(line))
-            except ValueError: raise ValueError(f"{jsonl}: line {i + 1} is not valid JSON (a run killed mid-write? rerun it to repair)") from None
+    recs = read_trajectories(run_dir)  # the agent's reader: a torn line is skipped with a warning naming it
     summary = json.loads((run_dir / "summary.json").read_text()) if (run_dir / "summary.json").exists() else {}
     policy = (recs[0].get("policy") if recs else None) or summary.get("policy") or {}
     title = f"speco3 run: {policy.get('name', 'policy')}"
