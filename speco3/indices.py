@@ -8,9 +8,9 @@ import numpy as np
 from .spectrum import Spectrum, SpectrumError, air_to_vacuum
 
 # %% auto #0
-__all__ = ['RATIOS', 'LINES', 'BALMER', 'SIDEBAND', 'HEADS', 'COLOUR', 'NAMES', 'DEFINITIONS', 'tio5', 'cah2', 'cah3', 'nai8190',
-           'zro6474', 'cat_ew', 'he_ii_4686', 'he_i_4471', 'he_i_5876', 'colour_br', 'balmer', 'band_head', 'measure',
-           'smooth_to']
+__all__ = ['RATIOS', 'LINES', 'BALMER', 'SIDEBAND', 'HEADS', 'COLOUR', 'O2B', 'NAMES', 'DEFINITIONS', 'tio5', 'cah2', 'cah3',
+           'nai8190', 'zro6474', 'cat_ew', 'he_ii_4686', 'he_i_4471', 'he_i_5876', 'colour_br', 'balmer', 'band_head',
+           'o2b_edge', 'measure', 'nan_reasons', 'smooth_to']
 
 # %% ../nbs/04b_indices.ipynb #6c11504f
 def _vac(lo, hi): return tuple(float(x) for x in air_to_vacuum(np.array([lo, hi], float)))
@@ -41,8 +41,8 @@ COLOUR = ((4000., 4500.), (6500., 7000.))  # vacuum Å
 
 # %% ../nbs/04b_indices.ipynb #244f0b5f
 class _Prepared:
-    "Rest-frame vacuum wavelengths and flux of the good pixels, and the median pixel step (Å)."
-    def __init__(self, w, f, step): self.w, self.f, self.step = w, f, step
+    "Rest-frame vacuum wavelengths and flux of the good pixels, the median pixel step (Å) and the redshift."
+    def __init__(self, w, f, step, z=0.0): self.w, self.f, self.step, self.z = w, f, step, z
 
 def _prep(spectrum):
     if isinstance(spectrum, _Prepared): return spectrum
@@ -50,7 +50,7 @@ def _prep(spectrum):
     s = spectrum.to_vacuum() if spectrum.medium == "air" else spectrum
     good = s.good & np.isfinite(s.flux)
     w = s.rest_wavelength
-    return _Prepared(w[good], s.flux[good], float(np.median(np.diff(w))) if len(w) > 1 else np.inf)
+    return _Prepared(w[good], s.flux[good], float(np.median(np.diff(w))) if len(w) > 1 else np.inf, float(s.redshift))
 
 def _samples(p, lo, hi):
     "(x, y): band edges plus the good pixels inside [lo, hi], flux interpolated at the edges; None if not covered."
@@ -168,15 +168,44 @@ def band_head(spectrum, # a Spectrum
     if name not in HEADS: raise SpectrumError(f"band_head: name must be one of {', '.join(HEADS)}, got {name!r}")
     return _head(_prep(spectrum), name)
 
+# %% ../nbs/04b_indices.ipynb #b2e0c1a2
+O2B = _vac(6830, 6885)              # observed-frame window (vacuum Å) around the blue edge of the telluric O2 B band
+_O2B_CONT, _O2B_BAND = _vac(6850, 6860)  # continuum blueward of the first, band minimum redward of the second
+
+def _o2b(p):
+    "(10–90 % width in Å of the blue edge of the telluric O₂ B band, reason); NaN and why when the edge cannot be traced."
+    lo, hi = O2B
+    w = p.w * (1 + p.z)   # telluric absorption happens in the observed frame
+    sel = (w > lo) & (w < hi)
+    w, f = w[sel], p.f[sel]
+    cont, band = w < _O2B_CONT, w >= _O2B_BAND
+    if cont.sum() < 2 or band.sum() < 2:
+        return np.nan, f"O2B_edge: fewer than 2 usable pixels in {lo:.0f}–{_O2B_CONT:.0f} Å or {_O2B_BAND:.0f}–{hi:.0f} Å (observed, vacuum)"
+    i0 = int(np.flatnonzero(band)[np.argmin(f[band])])
+    top, bottom = float(np.median(f[cont])), float(f[i0])
+    if not top > bottom: return np.nan, "O2B_edge: no depression at the O2 B band (its minimum is not below the continuum)"
+    y, x = (f[:i0 + 1] - bottom) / (top - bottom), w[:i0 + 1]
+    def cross(level):   # where the flux last falls through `level` before the minimum (linear between pixels)
+        above = np.flatnonzero(y > level)
+        if not len(above): return np.nan
+        j = above[-1]
+        return x[j] + (y[j] - level) / (y[j] - y[j + 1]) * (x[j + 1] - x[j])
+    width = cross(0.1) - cross(0.9)
+    if not np.isfinite(width): return np.nan, "O2B_edge: blueward of the band minimum the flux never rises above 90 % of the continuum"
+    return float(width), ""
+
+def o2b_edge(spectrum): "10–90 % width (Å) of the blue edge of the telluric O₂ B band (6867 Å air, observed frame); NaN where it cannot be traced."; return _o2b(_prep(spectrum))[0]
+
+
 # %% ../nbs/04b_indices.ipynb #990ae668
 NAMES = tuple([f"{l}_{q}" for l in BALMER for q in ("EW", "FWHM", "D02")] + list(RATIOS) + list(LINES)
-              + [f"{h}_{q}" for h in HEADS for q in ("step", "slope_blue", "slope_red")] + ["colour_BR"])
+              + [f"{h}_{q}" for h in HEADS for q in ("step", "slope_blue", "slope_red")] + ["colour_BR", "O2B_edge"])
 
 def _group(name):
     "Which computation yields `name`: (kind, key)."
     if name in RATIOS: return ("ratio", name)
     if name in LINES: return ("line", name)
-    if name == "colour_BR": return ("colour", name)
+    if name in ("colour_BR", "O2B_edge"): return (name, name)
     head, _, q = name.rpartition("_")
     if head in BALMER: return ("balmer", head)
     for h in HEADS:
@@ -191,7 +220,8 @@ DEFINITIONS = {**{n: d for n, (_, _, d) in RATIOS.items()}, **{n: d for n, (_, _
                **{f"{h}_{q}": f"{h}_{q}: " + ("ln(<F 2-25 Å redward>/<F 2-25 Å blueward>) of the head; > 0 sharp red edge (C2), < 0 sharp blue edge (TiO)"
                                               if q == "step" else f"% flux change per 100 Å over 2-80 Å {q[6:]}ward of the head")
                   + f" at {HEADS[h]:.1f} Å vac" for h in HEADS for q in ("step", "slope_blue", "slope_red")},
-               "colour_BR": "colour_BR = log10(<F 4000-4500>/<F 6500-7000>) (vacuum Å); > 0 blue"}
+               "colour_BR": "colour_BR = log10(<F 4000-4500>/<F 6500-7000>) (vacuum Å); > 0 blue",
+               "O2B_edge": "O2B_edge = 10-90 % width (Å) of the blue edge of the telluric O2 B band (6867 Å air, observed frame): a resolution gauge"}
 
 def measure(spectrum, # a Spectrum (vacuum or air, any redshift, any survey)
             names=None): # index names to compute (default: all of NAMES)
@@ -205,10 +235,49 @@ def measure(spectrum, # a Spectrum (vacuum or air, any redshift, any survey)
         if g not in done:
             kind, key = g
             done[g] = (_ratio(p, key) if kind == "ratio" else _line_ew(p, key) if kind == "line" else
-                       colour_br(p) if kind == "colour" else _balmer(p, key) if kind == "balmer" else _head(p, key))
+                       colour_br(p) if kind == "colour_BR" else _o2b(p)[0] if kind == "O2B_edge" else
+                       _balmer(p, key) if kind == "balmer" else _head(p, key))
         v = done[g]
         out[n] = float(v if not isinstance(v, dict) else v[n[len(g[1]) + 1:]])
     return out
+
+# %% ../nbs/04b_indices.ipynb #b2e0c1a5
+def _band_reason(p, lo, hi, what):
+    "Why the mean flux of [lo, hi] is missing (None when it is there and positive)."
+    if len(p.w) < 2: return f"{what} {lo:.0f}–{hi:.0f} Å: fewer than 2 usable pixels in the spectrum"
+    if lo < p.w[0] or hi > p.w[-1]: return f"{what} {lo:.0f}–{hi:.0f} Å lies outside the data ({p.w[0]:.0f}–{p.w[-1]:.0f} Å, rest frame, vacuum)"
+    if _samples(p, lo, hi) is None: return f"{what} {lo:.0f}–{hi:.0f} Å has a gap of masked pixels"
+    if not _mean(p, lo, hi) > 0: return f"{what} {lo:.0f}–{hi:.0f} Å has no positive mean flux"
+    return None
+
+def _bands(name):
+    "(lo, hi, role) of every band the value of `name` needs."
+    kind, key = _group(name)
+    if kind == "ratio": return [(*RATIOS[key][0], "band"), (*RATIOS[key][1], "reference band")]
+    if kind == "line": return [(*b, "continuum band") for b in LINES[key][1]] + [(*b, "line band") for b in LINES[key][0]]
+    if kind == "colour_BR": return [(*COLOUR[0], "blue band"), (*COLOUR[1], "red band")]
+    if kind == "balmer":
+        lam0, half = BALMER[key]
+        return [(lam0 - half - SIDEBAND, lam0 - half, "blue sideband"), (lam0 + half, lam0 + half + SIDEBAND, "red sideband"),
+                (lam0 - half, lam0 + half, "line window")]
+    h, q = HEADS[key], name[len(key) + 1:]
+    return {"step": [(h - 25, h - 2, "blue side"), (h + 2, h + 25, "red side")], "slope_blue": [(h - 80, h - 2, "blue side")],
+            "slope_red": [(h + 2, h + 80, "red side")]}[q]
+
+def nan_reasons(spectrum, # a Spectrum
+                names=None): # index names (default: all of NAMES)
+    "{name: reason} for every index of `names` that `measure` gives as NaN: which band is missing, and why."
+    p = _prep(spectrum)
+    values, out = measure(p, names), {}
+    for n, v in values.items():
+        if np.isfinite(v): continue
+        if n == "O2B_edge": out[n] = _o2b(p)[1]; continue
+        why = next((r for lo, hi, role in _bands(n) if (r := _band_reason(p, lo, hi, f"{n}: {role}"))), None)
+        if why is None and n.endswith(("_FWHM", "_D02")): why = f"{n}: the line is not detected at 3σ, so it has no width"
+        if why is None and "_slope_" in n: why = f"{n}: fewer than 4 usable pixels to fit a slope"
+        out[n] = why or f"{n}: the value is not finite"
+    return out
+
 
 # %% ../nbs/04b_indices.ipynb #c16ce75a
 def _as_fn(x): return x if callable(x) else (lambda w, v=float(x): np.full(np.shape(w), v))
