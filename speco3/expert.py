@@ -124,12 +124,17 @@ def _wings(w, f, lam, blue, red, core=12.0, wing=60.0):
 _T = np.geomspace(2500, 200000, 600)
 def _planck(lam, t): return lam ** -5 / np.expm1(1.4388e8 / (lam * t))   # λ in Å, T in K (arbitrary units)
 _BB_BLUE, _BB_RED = _planck(6100, _T) / _planck(4500, _T), _planck(8100, _T) / _planck(6100, _T)
+_BB_UV = _planck(3850, _T) / _planck(4500, _T)
+
+def _bb_ratio(blue, curve):
+    "`curve` (a flux ratio of blackbodies over `_T`) for the blackbody whose F6100/F4500 is `blue` (NaN outside the blackbody range)."
+    if not np.isfinite(blue) or not _BB_BLUE.min() <= blue <= _BB_BLUE.max(): return np.nan
+    o = np.argsort(_BB_BLUE)
+    return float(np.interp(blue, _BB_BLUE[o], curve[o]))
 
 def _bb_rise(blue):
     "F8100/F6100 of the blackbody whose F6100/F4500 is `blue` (NaN outside the blackbody range)."
-    if not np.isfinite(blue) or not _BB_BLUE.min() <= blue <= _BB_BLUE.max(): return np.nan
-    o = np.argsort(_BB_BLUE)
-    return float(np.interp(blue, _BB_BLUE[o], _BB_RED[o]))
+    return _bb_ratio(blue, _BB_RED)
 
 _SIGMAS = np.geomspace(0.8, 45, 48)   # Gaussian σ grid, Å (FWHM 1.9–106 Å, steps of 9 %)
 _SIGMAS_WIDE = np.geomspace(2, 120, 40) # for quasar lines (up to ~10 000 km/s)
@@ -236,7 +241,10 @@ def measurements(spectrum:Spectrum # the spectrum (observed frame, with its reds
     m["tio_red_err"] = float(1 / np.sqrt(np.sum(1 / es[ok] ** 2))) if ok.any() else np.nan
     tios = [1 - _jump(w, f, h) for h in _TIO]
     m["tio"] = float(np.median([t for t in tios if np.isfinite(t)])) if np.isfinite(tios).any() else np.nan
-    m["nad_ew"] = _ew(w, f, 5894.6, 10, (5860, 5872), (5915, 5927))
+    m["nad_ew"], m["nad_ew_err"] = _ew(w, f, 5894.6, 10, (5860, 5872), (5915, 5927), err=True)
+    m["mgb_ew"], m["mgb_ew_err"] = _ew(w, f, 5177.0, 16, (5144, 5162), (5193, 5208), err=True)        # Mg b 5167/5173/5184 (Lick bands)
+    m["gband_ew"], m["gband_ew_err"] = _ew(w, f, 4300.1, 17, (4266, 4282), (4321, 4338), err=True)    # CH G band 4300 (Lick G4300)
+    m["break4000"] = m["balmer_merge"] / _bb_ratio(_ratio(w, f, (6050, 6150), (4400, 4600)), _BB_UV)  # F3850/F4500 over a blackbody's of the same colour
     m["red_rise"] = _ratio(w, f, (8050, 8150), (6050, 6150))   # F(8100)/F(6100): about 0.3–0.5 for a hot star, above for a cool companion
     m["red_excess"] = m["red_rise"] / _bb_rise(_ratio(w, f, (6050, 6150), (4400, 4600)))   # over a single blackbody of the same blue colour
     m["nai_ew"] = _ew(w, f, 8191.3, 12, (8153, 8177), (8236, 8246))
@@ -295,13 +303,23 @@ LIMITS = dict(  # the thresholds of the rules (tuned on SpecVI-Sim training draw
     wd_heii=0.5,           # Å; He II 4686 absorption EW of a DO
     wd_cak=2.0,            # Å; Ca II K EW of a DZ
     wd_c2=0.05,            # C2 depth of a DQ
+    wd_red=0.3,            # F4500/F7500 below this: redder than any white dwarf (T_eff ≲ 3000 K: carbon and M stars)
+    wd_mgb=3.0,            # Å; Mg b EW (3σ) of a cool star's metal lines (no white dwarf of the simulator or the real dev set reaches it)
+    wd_nad=4.0,            # Å; Na D EW (3σ) likewise
+    wd_break=0.6,          # F3850/F4500 over a blackbody's of the same colour below this: a cool star's 4000 Å break (line-free WDs ≈ 1)
+    wd_break_da=0.3,       # ...the same for a DA, whose merged higher Balmer lines depress 3850 Å themselves
+    da_color=1.2,          # F4500/F7500 a DA needs: Balmer lines as deep as measured need T_eff ≳ 6000 K
     heii_o=0.25,           # Å; He II 4542 absorption (2σ) of an O star
     o_depth=0.10,          # Hβ depth that shows hydrogen in an O star (a DO white dwarf has none)
+    o_gband=0.8,           # Å; G band EW (3σ) of a G/K star, whose metal lines mimic He II 4542 (O stars: < 0.5)
+    o_mgb=1.0,             # Å; Mg b EW (3σ) likewise
+    o_cak=1.5,             # Å; Ca II K EW (3σ) likewise
     hei_b=0.30,            # Å; He I 4471 absorption (2σ) of a B star
     heii_b=0.30,           # Å; He II 4542 (2σ) that excludes a B star
     b_depth=0.20,          # Hβ depth of a B star (a DB white dwarf has none)
     a_depth=0.38,          # Hβ depth of an A star
     a_cak=2.5,             # Å; Ca II K EW (2σ) above this: F type or later
+    a_gband=1.5,           # Å; G band EW (3σ) above this: F/G type (A stars: below 0.5, their Hγ wing lowers the band's continuum)
     hei_a=0.40,            # Å; He I 4471 (2σ) that makes an "A star" a B star
     a_hot=1.35,            # F3850/F4500 above this: hotter than an A star (a B star or an sdB), whose 3850 Å region the higher Balmer lines depress
     q_fwhm=1200.0,         # km/s; a broad quasar line
@@ -556,6 +574,16 @@ def _companion(m):
     red = _ok(rr, rx, snr) and rr >= _L["wdm_rise"] and rx >= _L["wdm_excess"] and snr >= _L["wdm_snr"]  # red for its colour, not just cool
     return red or _has(m, "tio_red", _L["wdm_tio"])
 
+def _cool_continuum(m, limit):
+    "Evidence of a cool star's 4000 Å break (flux at 3850 Å far below a blackbody of the same colour), else None."
+    b, c = m["break4000"], m["color"]
+    if _ok(c) and c < _L["wd_red"]:
+        return Evidence(f"The continuum is very red (F4500/F7500 = {fmt('color', c)}): cooler than any white dwarf.", None, ("color",),
+                        _margin(c, _L["wd_red"], 0.1))
+    if not (_ok(b) and b < limit): return None
+    return Evidence(f"F3850/F4500 is {fmt('break4000', b)} times that of a blackbody with the same F6100/F4500: the 4000 Å break of a cool "
+                    "star's metal-line blanketing.", _win("wd", "higher Balmer lines"), ("break4000",), _margin(b, limit, 0.1))
+
 def _rules_wd(m):
     "G5: very broad Balmer lines (DA), or broad He I (DB), He II (DO), Ca II (DZ), C2 (DQ) or no lines (DC) on a blue continuum."
     W = lambda n: _win("wd", n)
@@ -569,6 +597,11 @@ def _rules_wd(m):
                                f"{fmt(k + '_core', m[k + '_core'])} above 1).", W("H-beta") if k == "hb" else None,
                                (k + "_ew", k + "_core"), _margin(m[k + "_core_sig"], _L["core_sig"], 2)))
             return Decision("NO", "wd: emission", "emission lines mark a CV, a WD+dM pair or a quasar, not a single white dwarf", ev)
+    if _has(m, "mgb_ew", _L["wd_mgb"]) or _has(m, "nad_ew", _L["wd_nad"]):
+        ev.append(Evidence(f"Mg b has EW {fmt('mgb_ew', m['mgb_ew'])} Å and Na D {fmt('nad_ew', m['nad_ew'])} Å: the metal lines of a cool star's "
+                           "atmosphere, which no white dwarf shows this strong.", None, ("mgb_ew", "nad_ew"),
+                           min(_margin(m["mgb_ew"], _L["wd_mgb"], 1.0), _margin(m["nad_ew"], _L["wd_nad"], 1.0))))
+        return Decision("NO", "wd: metal lines", "strong Mg b and Na D mark a cool main-sequence or giant star", ev)
     text, keys = _balmer_text(m)
     if _ok(m["hb_depth"], m["hb_dsig"]) and m["hb_depth"] >= _L["balmer_depth"] and m["hb_dsig"] >= _L["balmer_dsig"]:
         if not _broad(m):
@@ -584,6 +617,12 @@ def _rules_wd(m):
         if _ok(m["balmer_merge"]):
             ev.append(Evidence(f"The higher Balmer lines merge into a depressed continuum: F3850/F4500 = {fmt('balmer_merge', m['balmer_merge'])}.",
                                W("higher Balmer lines"), ("balmer_merge",)))
+        cool = _cool_continuum(m, _L["wd_break_da"])
+        if cool or (_ok(m["color"]) and m["color"] < _L["da_color"]):
+            ev.append(cool or Evidence(f"The continuum is red (F4500/F7500 = {fmt('color', m['color'])}): too cool for Balmer lines this deep in "
+                                       "a white dwarf; a broad depression of a cool star's blanketed spectrum.", None, ("color",),
+                                       _margin(m["color"], _L["da_color"], 0.3)))
+            return Decision("NO", "wd: cool star", "the continuum is that of a cool star, not of a white dwarf with Balmer lines", ev)
         sub = "DA"
     else:
         ev.append(Evidence(text + ": no significant hydrogen lines.", W("H-beta"), keys, _margin(m["hb_depth"], _L["balmer_depth"], 0.05)))
@@ -591,6 +630,9 @@ def _rules_wd(m):
             ev.append(Evidence(f"At S/N {fmt('snr', m['snr'])} per pixel weak broad lines cannot be excluded, so a line-free white dwarf "
                                "cannot be claimed.", None, ("snr",), _margin(m["snr"], _L["wd_snr"], 3)))
             return Decision("NO", "wd: too noisy", "too noisy to identify a hydrogen-free white dwarf", ev)
+        if cool := _cool_continuum(m, _L["wd_break"]):
+            ev.append(cool)
+            return Decision("NO", "wd: cool star", "the 4000 Å break of a cool star, not a line-free white dwarf's continuum", ev)
         hei, heii, cak, c2 = m["hei4471_abs"], m["heii4686_abs"], m["cak_abs"], m["c2_4737"]
         if _has(m, "hei4471_abs", _L["wd_hei"]):
             sub, e = "DB", Evidence(f"He I 4471 is in broad absorption (EW {fmt('hei4471_abs', hei)} Å) without hydrogen.",
@@ -632,6 +674,12 @@ def _rules_ostar(m):
     if _ok(h2): ev.append(Evidence(f"He II 4200 absorption EW {fmt('heii4200_abs', h2)} Å.", W("He II 4200"), ("heii4200_abs",)))
     if not _has(m, "heii4542_abs", _L["heii_o"], 2):
         return Decision("NO", "ostar: no He II", "without He II absorption it is cooler than O", ev)
+    if _has(m, "gband_ew", _L["o_gband"]) or _has(m, "mgb_ew", _L["o_mgb"]) or _has(m, "cak_abs", _L["o_cak"]):
+        ev.append(Evidence(f"The G band ({fmt('gband_ew', m['gband_ew'])} Å), Mg b ({fmt('mgb_ew', m['mgb_ew'])} Å) and Ca II K "
+                           f"({fmt('cak_abs', m['cak_abs'])} Å) are the metal lines of a G/K star, whose blends fill the He II 4542 window.",
+                           None, ("gband_ew", "mgb_ew", "cak_abs"),
+                           min(_margin(m["gband_ew"], _L["o_gband"], 0.3), _margin(m["mgb_ew"], _L["o_mgb"], 0.3), _margin(m["cak_abs"], _L["o_cak"], 0.5))))
+        return Decision("NO", "ostar: metal lines", "the absorption at 4542 Å is a cool star's metal lines, not He II", ev)
     text, keys = _balmer_text(m)
     ev.append(Evidence(text + ".", W("H-beta"), keys, _margin(m["hb_depth"], _L["o_depth"], 0.05)))
     if not _balmer_present(m, _L["o_depth"]): return Decision("NO", "ostar: no hydrogen", "He II without hydrogen lines is a DO white dwarf", ev)
@@ -670,6 +718,10 @@ def _rules_astar(m):
     cak = m["cak_abs"]
     ev.append(Evidence(f"Ca II K EW {fmt('cak_abs', cak)} Å.", W("Ca II K, H + H-epsilon"), ("cak_abs",), _margin(cak, _L["a_cak"], 0.8)))
     if _has(m, "cak_abs", _L["a_cak"], 2): return Decision("NO", "astar: strong Ca II K", "Ca II K is as strong as in F and later stars", ev)
+    if _has(m, "gband_ew", _L["a_gband"]):
+        ev.append(Evidence(f"The CH G band at 4300 Å has EW {fmt('gband_ew', m['gband_ew'])} Å: an F or G star's molecular band.", W("H-gamma"),
+                           ("gband_ew",), _margin(m["gband_ew"], _L["a_gband"], 0.5)))
+        return Decision("NO", "astar: G band", "the G band marks an F or G star", ev)
     ev.append(Evidence(f"He I 4471 EW {fmt('hei4471_abs', m['hei4471_abs'])} Å.", W("He I 4471"), ("hei4471_abs",), _margin(m["hei4471_abs"], _L["hei_b"], 0.15)))
     if _has(m, "hei4471_abs", _L["hei_a"], 2): return Decision("NO", "astar: He I", "He I absorption makes it a B star", ev)
     return Decision("YES", "astar: Balmer maximum", "deep, normal-width Balmer lines with weak Ca II K and no He I", ev)
@@ -734,7 +786,7 @@ def decide(task:str, # task key (a key of speco3.prompts.TASKS)
     return d
 
 # %% ../nbs/08a_expert.ipynb #1eb323b3
-VERSION = "4"  # bump when a rule, a limit or the wording changes (recorded in every trajectory)
+VERSION = "5"  # bump when a rule, a limit or the wording changes (recorded in every trajectory)
 
 def _call(lo, hi, name):
     "A tool call as the model writes it."
