@@ -12,12 +12,13 @@ from .spectrum import Spectrum, SpectrumError
 from .io import read_spectrum, science_targets, atomic_write, read_jsonl, append_jsonl, run_lock
 from .tool import SpectralVisualizationTool, TOOL_NAME, MIN_POINTS
 from .prompts import build_messages, MAX_TOOL_CALLS, TASKS
-from .reward import parse, score
+from .tasks import yes_no
+from .reward import parse, score, no_verdict_score, ALPHA
 from .policy import Episode, Policy
 
 # %% auto #0
-__all__ = ['LIMIT_TEXT', 'FAILED', 'Sample', 'Target', 'sample_id', 'as_sample', 'Turn', 'Trajectory', 'inspect_batch', 'inspect',
-           'load_samples', 'expand_inputs', 'pick_targets', 'run', 'read_trajectories']
+__all__ = ['LIMIT_TEXT', 'FAILED', 'BATCH_SIZE', 'Sample', 'Target', 'sample_id', 'as_sample', 'Turn', 'Trajectory',
+           'inspect_batch', 'inspect', 'load_samples', 'expand_inputs', 'pick_targets', 'run', 'read_trajectories']
 
 # %% ../nbs/09_agent.ipynb #84962589
 @dataclass
@@ -68,10 +69,8 @@ def as_sample(x, # a Sample, Target, Spectrum, table row (SpecVI-Bench or real-s
         task = task or dict(x).get("data_source")
         truth = truth or _row_get(dict(x), "reward_model", "ground_truth")
     if task not in TASKS: raise ValueError(f"{sid}: task {task!r} is unknown; choose one of {', '.join(TASKS)}")
-    if truth is not None:
-        truth = str(truth).strip().upper()
-        if truth not in ("YES", "NO"): raise ValueError(f"{sid}: truth must be YES or NO, got {truth!r}")
-    return Sample(sid, task, spec, truth)
+    if truth is not None and (label := yes_no(truth)) is None: raise ValueError(f"{sid}: truth must be YES or NO, got {truth!r}")
+    return Sample(sid, task, spec, None if truth is None else label)
 
 # %% ../nbs/09_agent.ipynb #b12155ba
 @dataclass
@@ -204,7 +203,7 @@ def _finish(run, policy, style, seed, alpha):
     reward = correct = None
     if run.sample.truth is not None:
         correct = prediction == run.sample.truth
-        reward = score(text, run.sample.truth, alpha)["score"] if run.status == "ended" else -alpha
+        reward = score(text, run.sample.truth, alpha)["score"] if run.status == "ended" else no_verdict_score(alpha)
     model_s, tool_s = sum(t.model_s for t in run.turns), sum(t.tool_s for t in run.turns)
     return Trajectory(run.sample.sample_id, run.sample.task, policy.describe(), run.prompt, run.overview, run.turns,
                       status, prediction, format_ok, reasons, truth=run.sample.truth, reward=reward, correct=correct,
@@ -241,7 +240,7 @@ def inspect_batch(samples, # things `as_sample` accepts (Spectrum, SpecVI row, p
                   style="spec-o3", # renderer style of every image
                   guidelines=True, # include the expert guidelines in the prompt
                   zoom=True, # False: the no-tool ablation (overview only, no tool schema, no calls)
-                  alpha=0.2, # format penalty of the reward
+                  alpha=ALPHA, # format penalty of the reward
                   seed=None # recorded in each trajectory (policies that sample take their own seed)
                  ) -> list[Trajectory]:
     "Inspect several samples together (policy calls are batched across them); one Trajectory per sample, in order."
@@ -374,18 +373,20 @@ def _claim(out, config, restart):
     atomic_write(path, json.dumps(config, indent=1))
 
 # %% ../nbs/09_agent.ipynb #f4a45862
+BATCH_SIZE = 8  # samples `run` inspects together by default
+
 def run(samples, # items `as_sample` accepts (see `load_samples`)
         policy:Policy, # the policy that vets them
         out_dir, # run folder: trajectories.jsonl, images/, summary.json
         task=None, # task key for items that do not carry one
-        batch_size=8, # samples inspected together (one policy call per step for the whole batch)
+        batch_size=BATCH_SIZE, # samples inspected together (one policy call per step for the whole batch)
         progress=True, # show a progress bar
         restart=False, # empty a run folder made for another run (or this one) and start over
         skip_failed=False, # keep earlier read_error/policy_error records instead of retrying those samples
         **kw # passed to `inspect_batch`: max_tool_calls, style, guidelines, zoom, alpha, seed
        ) -> dict:
     "Vet every sample, appending records to `out_dir/trajectories.jsonl`; resumes a killed run of the same settings, retrying failed samples. Returns the summary."
-    opts = dict(max_tool_calls=MAX_TOOL_CALLS, style="spec-o3", guidelines=True, zoom=True, alpha=0.2, seed=None)
+    opts = dict(max_tool_calls=MAX_TOOL_CALLS, style="spec-o3", guidelines=True, zoom=True, alpha=ALPHA, seed=None)
     if extra := sorted(set(kw) - set(opts)): raise TypeError(f"run: unknown option(s) {', '.join(extra)}")
     opts.update(kw)
     if int(batch_size) < 1: raise ValueError(f"batch_size must be >= 1, got {batch_size}")

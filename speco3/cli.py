@@ -10,7 +10,7 @@ from pathlib import Path
 from .reproduce import PROFILES
 
 # %% auto #0
-__all__ = ['USER_ERRORS', 'make_policy', 'write_predictions', 'main']
+__all__ = ['USER_ERRORS', 'make_policy', 'main']
 
 # %% ../nbs/91_cli.ipynb #99703149
 def _bench_build(a):
@@ -30,6 +30,7 @@ def make_policy(spec:str, # "scripted", "openai:<model>", or a local model folde
     from speco3.hf import HFPolicy
     return HFPolicy(spec, **kw)
 
+# %% ../nbs/91_cli.ipynb #5e137dab
 def _vet_items(a):
     "The samples a `vet` command names: a benchmark folder's rows, or every science target / row of the given files."
     from speco3.agent import load_samples, expand_inputs, pick_targets
@@ -59,8 +60,23 @@ def _vet(a):
     items = _vet_items(a)
     summary = run(items, make_policy(a.policy, **_policy_options(a)), a.out, task=a.task, batch_size=a.batch_size,
                   progress=not a.quiet, style=a.style, max_tool_calls=a.max_tool_calls, restart=a.restart, skip_failed=a.skip_failed)
-    write_predictions(a.out)
+    _write_tables(a.out)
     return _closing(a.out, [sample_id(i) for i in items], summary.get("n_retried", 0))
+
+# %% ../nbs/91_cli.ipynb #daa0b694
+def _write_tables(run_dir): # a `speco3 vet` run folder
+    "Write predictions.csv (`speco3.metrics.write_predictions`) and, where the truth is known, metrics.json beside the trajectories; returns the metrics."
+    from speco3.agent import read_trajectories
+    from speco3.io import atomic_write
+    from speco3.metrics import predictions_frame, evaluate, write_predictions
+    from speco3.tasks import yes_no
+    recs = read_trajectories(run_dir)
+    write_predictions(Path(run_dir) / "predictions.csv", recs)
+    scored = [r for r in recs if yes_no(r.get("truth")) and r.get("task")]
+    if not scored: return None
+    metrics = evaluate(predictions_frame(scored), n_boot=1000, seed=0).to_dict()
+    atomic_write(Path(run_dir) / "metrics.json", json.dumps(metrics, indent=1))
+    return metrics
 
 def _why(r):
     "One line: why a record holds no verdict (the input and its reason)."
@@ -73,43 +89,22 @@ def _closing(run_dir, # the run folder
             ) -> int:
     "List every input that could not be vetted with its reason (stderr), print the counts; 1 when nothing was vetted."
     from speco3.agent import read_trajectories
+    from speco3.io import escape_surrogates
     want = set(ids)
     recs = [r for r in read_trajectories(run_dir) if r["sample_id"] in want]
     failed = [r for r in recs if r["status"] in ("read_error", "policy_error")]
-    for r in failed: print(_escaped(f"speco3 vet: {'unreadable' if r['status'] == 'read_error' else 'not vetted'}: {_why(r)}"), file=sys.stderr)
+    for r in failed: print(escape_surrogates(f"speco3 vet: {'unreadable' if r['status'] == 'read_error' else 'not vetted'}: {_why(r)}"), file=sys.stderr)
     vetted = [r for r in recs if r["status"] not in ("read_error", "policy_error")]
     yes, no = (sum(r.get("prediction") == v for r in vetted) for v in ("YES", "NO"))
     unreadable = sum(r["status"] == "read_error" for r in failed)
     print(f"vetted {len(vetted)} of {len(ids)}: {yes} YES, {no} NO, {len(vetted) - yes - no} without a verdict; "
           f"{unreadable} unreadable" + (f", {len(failed) - unreadable} policy errors" if len(failed) > unreadable else "")
-          + (f"; {n_retried} failed before and retried" if n_retried else "") + _escaped(f" ({run_dir})"))
+          + (f"; {n_retried} failed before and retried" if n_retried else "") + escape_surrogates(f" ({run_dir})"))
     if vetted: return 0
     print("speco3 vet: nothing could be vetted", file=sys.stderr)
     return 1
 
-def _escaped(text):
-    "Text with lone surrogates (a file name that is not UTF-8) written as \\udcff escapes, which every table writer takes."
-    return text.encode("utf-8", "backslashreplace").decode("utf-8") if isinstance(text, str) else text
-
-def write_predictions(run_dir # a `speco3 vet` run folder
-                     ) -> dict | None:
-    "Write predictions.csv and, where the truth is known, metrics.json beside the trajectories; returns the metrics."
-    from speco3.agent import read_trajectories
-    from speco3.metrics import predictions_frame, evaluate
-    recs = read_trajectories(run_dir)
-    rows = [{"sample_id": _escaped(r["sample_id"]), "task": r.get("task"), "truth": r.get("truth"), "prediction": r.get("prediction"),
-             "status": r.get("status"), "format_ok": r.get("format_ok"), "n_tool_calls": r.get("n_tool_calls", 0),
-             "reward": r.get("reward")} for r in recs]
-    import pandas as pd
-    from speco3.io import atomic_write
-    atomic_write(Path(run_dir) / "predictions.csv", pd.DataFrame(rows).to_csv(index=False))
-    scored = [r for r in rows if r["truth"] in ("YES", "NO") and r["task"]]
-    if not scored: return None
-    ev = evaluate(predictions_frame(scored), n_boot=1000, seed=0)
-    metrics = ev.to_dict()
-    atomic_write(Path(run_dir) / "metrics.json", json.dumps(metrics, indent=1))
-    return metrics
-
+# %% ../nbs/91_cli.ipynb #0d0cfac5
 def _train_sft(a):
     from speco3.sft import train_sft
     res = train_sft(a.data, a.out, profile=a.profile, model=a.model, lora=a.lora, resume=not a.restart, seed=a.seed,
@@ -130,6 +125,7 @@ def _view(a):
     from speco3.view import write_report
     print(write_report(a.run_dir, a.out, a.max_samples))
 
+# %% ../nbs/91_cli.ipynb #6fde416d
 def _at_least(low):
     "An argparse type: an integer >= low."
     def parse(text):
@@ -146,10 +142,8 @@ def _positive(text):
     if not x > 0 or x == float("inf"): raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
     return x
 
-def _parser():
-    from speco3.prompts import TASKS
-    p = argparse.ArgumentParser(prog="speco3", description="Spec-o3 companion: benchmark, vetting and training tools.")
-    sub = p.add_subparsers(dest="command", required=True)
+# %% ../nbs/91_cli.ipynb #be69a3b1
+def _add_bench(sub):
     bench = sub.add_parser("bench", help="SpecVI-Sim benchmark").add_subparsers(dest="action", required=True)
     b = bench.add_parser("build", help="build the SpecVI-Sim benchmark (SpecVI-Bench parquet format) into a folder")
     b.add_argument("--profile", choices=PROFILES, default="cpu", help="benchmark size (default: cpu)")
@@ -159,23 +153,33 @@ def _parser():
     b.add_argument("--quiet", action="store_true", help="no progress bar")
     b.set_defaults(run=_bench_build)
 
+# %% ../nbs/91_cli.ipynb #e95d406b
+def _add_vet(sub):
+    from speco3.tasks import PAPER_TASKS, OOD_TASKS
+    from speco3.render import STYLES
+    from speco3.prompts import MAX_TOOL_CALLS
+    from speco3.agent import BATCH_SIZE
+    from speco3.remote import TIMEOUT, MAX_RETRIES
     v = sub.add_parser("vet", help="vet spectra (files, a SpecVI-Bench folder or parquet file) with a policy")
     v.add_argument("inputs", nargs="+", help="spectrum files, or one benchmark folder / parquet file")
-    v.add_argument("--task", choices=list(TASKS), help="task key; benchmark rows carry their own")
+    v.add_argument("--task", choices=PAPER_TASKS + OOD_TASKS, help="task key; benchmark rows carry their own")
     v.add_argument("--split", help="for a benchmark folder: train or test")
     v.add_argument("--policy", default="scripted", help="scripted | openai:<model> | <model folder or hub id> (default: scripted)")
     v.add_argument("--out", required=True, help="run folder (resumes a run with the same settings if it exists)")
     v.add_argument("--restart", action="store_true", help="empty --out and start over (needed to reuse it with other settings)")
     v.add_argument("--target", action="append", metavar="ID",
                    help="vet only this DESI TARGETID or table row id (repeatable); default: every science target")
-    v.add_argument("--style", default="spec-o3", choices=["spec-o3", "fast"], help="renderer style of the images")
-    v.add_argument("--batch-size", type=_at_least(1), default=8); v.add_argument("--max-tool-calls", type=_at_least(0), default=8)
+    v.add_argument("--style", default="spec-o3", choices=list(STYLES), help="renderer style of the images")
+    v.add_argument("--batch-size", type=_at_least(1), default=BATCH_SIZE)
+    v.add_argument("--max-tool-calls", type=_at_least(0), default=MAX_TOOL_CALLS)
     v.add_argument("--limit", type=_at_least(1), help="vet only the first N samples"); v.add_argument("--quiet", action="store_true")
     v.add_argument("--skip-failed", action="store_true", help="do not retry samples that failed before (unreadable, policy errors)")
-    v.add_argument("--timeout", type=_positive, help="openai: seconds a request may take in all, reply included (default 120)")
-    v.add_argument("--retries", type=_at_least(0), help="openai: further attempts after a failed request (default 4)")
+    v.add_argument("--timeout", type=_positive, help=f"openai: seconds a request may take in all, reply included (default {TIMEOUT})")
+    v.add_argument("--retries", type=_at_least(0), help=f"openai: further attempts after a failed request (default {MAX_RETRIES})")
     v.set_defaults(run=_vet)
 
+# %% ../nbs/91_cli.ipynb #d7392710
+def _add_train(sub):
     train = sub.add_parser("train", help="train a policy").add_subparsers(dest="action", required=True)
     t = train.add_parser("sft", help="supervised fine-tuning on cold-start trajectories (TRL SFTTrainer)")
     t.add_argument("--profile", choices=PROFILES, default="cpu", help="training settings (default: cpu, the tiny model)")
@@ -195,21 +199,34 @@ def _parser():
     g.add_argument("--restart", action="store_true", help="do not resume from checkpoints in --out")
     g.set_defaults(run=_train_grpo)
 
+# %% ../nbs/91_cli.ipynb #dae34f11
+def _add_export(sub):
+    from speco3.render import STYLES
+    from speco3.verl import PROFILES as VERL_PROFILES
     export = sub.add_parser("export", help="export a run directory for another engine").add_subparsers(dest="action", required=True)
     e = export.add_parser("verl", help="a complete verl GRPO run directory (config, tool, reward, data, launch script)")
-    e.add_argument("--profile", choices=["paper", "gpu"], default="paper"); e.add_argument("--out", required=True)
+    e.add_argument("--profile", choices=list(VERL_PROFILES), default="paper"); e.add_argument("--out", required=True)
     e.add_argument("--data", help="a SpecVI-Bench folder whose train/test files the run uses")
     e.add_argument("--model", help="initial model folder or hub id (default: the profile's)")
     e.add_argument("--nnodes", type=int, default=1); e.add_argument("--gpus-per-node", type=int)
-    e.add_argument("--style", choices=["spec-o3", "fast"], default="spec-o3"); e.add_argument("--overwrite", action="store_true")
+    e.add_argument("--style", choices=list(STYLES), default="spec-o3"); e.add_argument("--overwrite", action="store_true")
     e.set_defaults(run=_export_verl)
 
+# %% ../nbs/91_cli.ipynb #db82f89e
+def _add_view(sub):
     w = sub.add_parser("view", help="write a self-contained HTML report of a vet run")
     w.add_argument("run_dir"); w.add_argument("--out", help="HTML file (default: <run_dir>/report.html)")
     w.add_argument("--max-samples", type=int, help="show only the first N trajectories")
     w.set_defaults(run=_view)
+
+# %% ../nbs/91_cli.ipynb #47f81645
+def _parser():
+    p = argparse.ArgumentParser(prog="speco3", description="Spec-o3 companion: benchmark, vetting and training tools.")
+    sub = p.add_subparsers(dest="command", required=True)
+    for add in (_add_bench, _add_vet, _add_train, _add_export, _add_view): add(sub)
     return p
 
+# %% ../nbs/91_cli.ipynb #410c359b
 USER_ERRORS = (ValueError, FileNotFoundError, FileExistsError, PermissionError, OSError)
 
 def main(argv=None # arguments (default: sys.argv[1:])

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 from .spectrum import lamost_wavelength
-from .prompts import PAPER_TASKS, IMAGE_TOKEN, MAX_TOOL_CALLS, install_template, user_prompt
+from .tasks import PAPER_TASKS, yes_no
+from .prompts import IMAGE_TOKEN, MAX_TOOL_CALLS, install_template, user_prompt
 from .tool import SpectralVisualizationTool, TOOL_NAME, TOOL_SCHEMA, MAX_LABEL
 from .render import FAST_SIZE
 from .reward import score
@@ -34,7 +35,7 @@ except ImportError as e:  # the model side is the `train` extra, not the core
 __all__ = ['LARGEST_IMAGE', 'PROFILES', 'SpectralToolEnv', 'demo_rows', 'grpo_example', 'grpo_rows', 'grpo_dataset',
            'assistant_text', 'make_reward', 'tool_turn_tokens', 'call_tokens', 'completion_budget', 'paper_processor',
            'GRPOProfile', 'settle', 'batch_plan', 'grpo_args', 'profile_table', 'grpo_trainer', 'save_reward_curve',
-           'fifths', 'train_grpo', 'record_batches', 'mask_runs']
+           'fifths', 'train_grpo']
 
 # %% ../nbs/14_grpo.ipynb #f9da7510
 class _Tool(dict):
@@ -125,6 +126,7 @@ def grpo_example(row, # a SpecVI-Bench row (dict)
     ck = _get(row, "extra_info", "tools_kwargs", TOOL_NAME, "create_kwargs")
     truth = _get(row, "reward_model", "ground_truth")
     if ck is None or truth is None: raise ValueError(f"{name}: not a SpecVI-Bench row (needs extra_info.tools_kwargs.{TOOL_NAME}.create_kwargs and reward_model.ground_truth)")
+    if yes_no(truth) is None: raise ValueError(f"{name}: reward_model.ground_truth is {truth!r}, not YES or NO")
     msgs = [dict(m) for m in row["prompt"]]
     if [m["role"] for m in msgs] != ["system", "user"] or not all(isinstance(m["content"], str) for m in msgs):
         raise ValueError(f"{name}: the prompt must be a system and a user message with text content")
@@ -134,7 +136,7 @@ def grpo_example(row, # a SpecVI-Bench row (dict)
         raise ValueError(f"{name}: the question must start with one {IMAGE_TOKEN} placeholder for the overview plot")
     ck = {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in dict(ck).items() if v is not None}
     return dict(prompt=[msgs[0], {"role": "user", "content": user[len(IMAGE_TOKEN):]}], images=[_overview(row, ck, style, name)],
-                create_kwargs=ck, ground_truth=str(truth).strip().upper(), task=row.get("data_source"), sample_id=name)
+                create_kwargs=ck, ground_truth=yes_no(truth), task=row.get("data_source"), sample_id=name)
 
 def grpo_rows(data, # a SpecVI-Bench folder, a parquet file, or a list of rows
               split="train", # for a folder: the split to read
@@ -501,7 +503,7 @@ def train_grpo(data, # a SpecVI-Bench folder (train split of the five tasks), pa
     return metrics
 
 # %% ../nbs/14_grpo.ipynb #0fafbc83
-def record_batches(trainer): # a GRPOTrainer
+def _record_batches(trainer): # a GRPOTrainer
     "Keep every training batch the trainer builds (ids, masks, advantages) in a list it returns, for inspection and tests."
     batches, build = [], trainer._generate_and_score_completions
     def keep(inputs):
@@ -512,7 +514,7 @@ def record_batches(trainer): # a GRPOTrainer
     return batches
 
 # %% ../nbs/14_grpo.ipynb #758adfe9
-def mask_runs(completion_ids, # one row of a batch's completion_ids
+def _mask_runs(completion_ids, # one row of a batch's completion_ids
               completion_mask, # its completion_mask
               tool_mask, # its tool_mask (None: no tool turns)
               tokenizer): # the tokenizer that wrote the ids

@@ -13,13 +13,14 @@ import numpy as np
 from astropy.io import fits
 from astropy.io.fits.verify import VerifyError
 from .spectrum import Spectrum, SpectrumError
+from .tasks import yes_no
 
 _all_ = ["Spectrum", "SpectrumError"]
 
 # %% auto #0
 __all__ = ['MAX_DECOMPRESSED', 'real_spectra_dir', 'read_spectrum', 'read_spectra', 'science_targets', 'atomic_write',
-           'read_jsonl', 'append_jsonl', 'RunLocked', 'run_lock', 'write_fits', 'write_parquet', 'to_specvi_row',
-           'Spectrum', 'SpectrumError']
+           'escape_surrogates', 'read_jsonl', 'append_jsonl', 'RunLocked', 'run_lock', 'write_fits', 'write_parquet',
+           'to_specvi_row', 'Spectrum', 'SpectrumError']
 
 # %% ../nbs/01_io.ipynb #f8098717
 def _has_collection(p:Path) -> bool: return (p / "spectra.parquet").is_file()
@@ -647,6 +648,11 @@ def atomic_write(path, # the file to write or replace
     finally: tmp.unlink(missing_ok=True)
     return path
 
+def escape_surrogates(text # any value; only a str changes
+                     ):
+    "`text` with lone surrogates (a file name that is not UTF-8) written as \\udcff escapes, which every writer and terminal takes."
+    return text.encode("utf-8", "backslashreplace").decode("utf-8") if isinstance(text, str) else text
+
 def _objects(line: bytes) -> list | None:
     "The JSON objects on one line (two glued rows give two); None when it holds anything else."
     try: text, dec, out, i = line.decode("utf-8").strip(), json.JSONDecoder(), [], 0
@@ -835,9 +841,7 @@ def to_specvi_row(spectrum:Spectrum, # the spectrum the row is about (observed f
                   image=None, # full-spectrum image: PIL image, PNG bytes, path, or {'bytes','path'} dict
                  ) -> dict:
     "A SpecVI-Bench row (design §3.2) for `spectrum`, with our provenance columns; `read_spectrum` reads it back."
-    if isinstance(ground_truth, (bool, np.bool_)): ground_truth = "YES" if ground_truth else "NO"
-    gt = str(ground_truth).strip().upper()
-    if gt not in ("YES", "NO"): raise SpectrumError(f"to_specvi_row: ground_truth must be 'YES' or 'NO', got {ground_truth!r}")
+    if (gt := yes_no(ground_truth)) is None: raise SpectrumError(f"to_specvi_row: ground_truth must be 'YES' or 'NO', got {ground_truth!r}")
     if not isinstance(data_source, str) or not data_source:
         raise SpectrumError(f"to_specvi_row: data_source must be a non-empty string, got {data_source!r}")
     s, m = spectrum, spectrum.meta

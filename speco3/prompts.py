@@ -7,12 +7,13 @@ from __future__ import annotations
 import json, re
 from dataclasses import dataclass
 from importlib import resources
+from .tasks import PAPER_TASKS, OOD_TASKS
 from .tool import TOOL_NAME, TOOL_SCHEMA, EXAMPLE_CALL, MIN_WIDTH
 
 # %% auto #0
-__all__ = ['PAPER_TASKS', 'OOD_TASKS', 'TASKS', 'MAX_TOOL_CALLS', 'SYSTEM_PROMPT', 'SYSTEM_PROMPT_NO_ZOOM', 'DEFAULT_SYSTEM',
-           'IMAGE_TOKEN', 'TEMPLATE_PATH', 'RESPONSE_TEMPLATE', 'RESPONSE_SCHEMA', 'Task', 'system_text', 'user_prompt',
-           'build_messages', 'chat_template', 'render_chat', 'install_template']
+__all__ = ['TASKS', 'MAX_TOOL_CALLS', 'SYSTEM_PROMPT', 'SYSTEM_PROMPT_NO_ZOOM', 'DEFAULT_SYSTEM', 'IMAGE_TOKEN', 'TEMPLATE_PATH',
+           'RESPONSE_TEMPLATE', 'RESPONSE_SCHEMA', 'Task', 'system_text', 'user_prompt', 'build_messages',
+           'chat_template', 'render_chat', 'install_template']
 
 # %% ../nbs/06_prompts.ipynb #babf225a
 @dataclass(frozen=True)
@@ -26,9 +27,6 @@ class Task:
     contaminants: str  # the usual impostors and what gives each away
 
 # %% ../nbs/06_prompts.ipynb #bd07609b
-PAPER_TASKS = ("cv", "carbon", "gm", "ss", "wd")  # the five SpecVI-Bench tasks
-OOD_TASKS = ("ostar", "bstar", "astar", "qso")    # generalisation: classes the agent never trained on
-
 TASKS = {t.key: t for t in [
     Task("cv", "cataclysmic variable", "Is this spectrum a cataclysmic variable (CV)?",
          "Balmer emission lines (Hα 6563, Hβ 4861, Hγ 4340, Hδ 4102 Å) that are broad (FWHM ≳ 20 Å, about 1000 km/s "

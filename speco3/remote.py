@@ -15,8 +15,8 @@ from .prompts import system_text
 from .tool import TOOL_NAME, TOOL_SCHEMA
 
 # %% auto #0
-__all__ = ['ENV_BASE_URL', 'ENV_API_KEY', 'ENV_MODEL', 'TOOL_MODES', 'IMAGE_FORMATS', 'MAX_BACKOFF', 'MAX_RETRY_AFTER',
-           'MAX_MESSAGE', 'RemoteError', 'OpenAIPolicy']
+__all__ = ['ENV_BASE_URL', 'ENV_API_KEY', 'ENV_MODEL', 'TOOL_MODES', 'IMAGE_FORMATS', 'MAX_BACKOFF', 'MAX_RETRY_AFTER', 'TIMEOUT',
+           'MAX_RETRIES', 'MAX_MESSAGE', 'RemoteError', 'OpenAIPolicy']
 
 # %% ../nbs/08c_remote.ipynb #c7ce4ca1
 ENV_BASE_URL, ENV_API_KEY, ENV_MODEL = "OPENAI_BASE_URL", "OPENAI_API_KEY", "SPECO3_MODEL"
@@ -24,6 +24,8 @@ TOOL_MODES = ("text", "native")
 IMAGE_FORMATS = ("png", "jpeg")
 MAX_BACKOFF = 60.0      # s; the longest computed wait between two attempts
 MAX_RETRY_AFTER = 600.0 # s; a server's Retry-After is honoured up to this
+TIMEOUT = 120           # s one request may take in all, by default
+MAX_RETRIES = 4         # further attempts after a failed request, by default
 MAX_MESSAGE = 200       # characters of a server's error message kept in our one-line errors
 
 def _shown(url):
@@ -288,8 +290,8 @@ class OpenAIPolicy(Policy):
                  base_url=None,       # API root up to /v1, e.g. http://localhost:8000/v1; default: $OPENAI_BASE_URL
                  api_key=None,        # bearer token; default: $OPENAI_API_KEY; none: no Authorization header
                  max_concurrency=8,   # requests in flight at most (keep a batching server busy, never flooded)
-                 timeout=120,         # s one attempt may take in all: connecting, waiting and reading the whole reply
-                 max_retries=4,       # further attempts after a connection error, timeout, 408, 429 or 5xx
+                 timeout=TIMEOUT,     # s one attempt may take in all: connecting, waiting and reading the whole reply
+                 max_retries=MAX_RETRIES, # further attempts after a connection error, timeout, 408, 429 or 5xx
                  backoff=1.0,         # s; the k-th retry waits backoff·2^k (×0.5–1.5 jitter) unless Retry-After says
                  temperature=0.0,     # sampling temperature; None leaves it out (models that reject it)
                  top_p=None,          # nucleus sampling; None leaves it out

@@ -11,10 +11,10 @@ from pathlib import Path
 from .io import atomic_write
 
 # %% auto #0
-__all__ = ['PROFILES', 'PAPER_TASKS', 'check_profile', 'output_dirs', 'git_commit', 'environment', 'machine', 'write_run_record',
-           'work_parts', 'predictions_path', 'save_predictions', 'read_predictions', 'main_table_from', 'benchmark_dir',
-           'relative', 'vet_model', 'load_predictions', 'behaviour_table', 'folder_bytes', 'write_reproduce_summary',
-           'keep_notebook', 'scrub_paths']
+__all__ = ['PROFILES', 'check_profile', 'output_dirs', 'git_commit', 'environment', 'machine', 'write_run_record', 'work_parts',
+           'predictions_path', 'save_predictions', 'main_table_from', 'benchmark_dir', 'relative', 'vet_model',
+           'load_predictions', 'behaviour_table', 'folder_bytes', 'write_reproduce_summary', 'keep_notebook',
+           'scrub_paths']
 
 # %% ../nbs/90_reproduce.ipynb #2e82fe7d
 PROFILES = ("smoke", "cpu", "gpu", "paper")
@@ -140,7 +140,7 @@ def work_parts(run_dir, # a training run, a vetting run, or another folder of re
 
 # %% ../nbs/90_reproduce.ipynb #23cd08a6
 import re as _re
-PAPER_TASKS = ("cv", "carbon", "gm", "ss", "wd")
+from .tasks import PAPER_TASKS
 
 def predictions_path(results_dir, # e.g. out_dir/results/main
                      policy:str # the row name in the table
@@ -152,44 +152,15 @@ def save_predictions(results_dir, # e.g. out_dir/results/main
                      policy:str, # the row name in the table, e.g. "Scripted expert"
                      records # trajectory records (speco3.agent.read_trajectories) or dicts with task, truth, prediction
                     ) -> Path:
-    "Write `predictions_<slug>.csv` (one row per sample; `windows`: the zoomed ranges as JSON) for the main-results table."
-    import pandas as pd
-    from speco3.metrics import predictions_frame
-    cols = ["sample_id", "task", "truth", "prediction", "status", "format_ok"]
-    records = list(records)
-    strict = list(predictions_frame(records).strict_prediction)  # the paper's exact-answer reading, saved beside the lenient one
-    df = pd.DataFrame([{**{c: r.get(c) for c in cols}, "strict_prediction": s, **_tool_fields(r)}
-                       for r, s in zip(records, strict)]).assign(policy=policy)
-    path = predictions_path(results_dir, policy)
-    atomic_write(path, df.to_csv(index=False))
-    return path
-
-def _tool_fields(r):
-    "`speco3.metrics.tool_fields` of a record as CSV cells: `windows` as JSON ('' when the record says nothing of them)."
-    from speco3.metrics import tool_fields
-    t = tool_fields(r)
-    w = t.get("windows")
-    return dict(n_tool_calls=t.get("n_tool_calls"), windows="" if w is None else json.dumps([[float(lo), float(hi)] for lo, hi in w]))
-
-def read_predictions(path # a predictions_*.csv written by save_predictions
-                    ) -> list:
-    "The rows of a saved predictions file as records: a missing answer is None, never 'nan'; `windows` parsed back."
-    import pandas as pd
-    df = pd.read_csv(path, keep_default_na=False, na_values={"prediction": [""], "truth": [""], "strict_prediction": [""]})
-    recs = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()} for r in df.to_dict("records")]
-    for i, r in enumerate(recs):
-        w = r.pop("windows", "")
-        try:
-            if w != "": r["windows"] = json.loads(w)
-        except ValueError: raise ValueError(f"{path}, row {i + 2}: windows {w!r} is not the JSON list save_predictions writes") from None
-    if not recs: raise ValueError(f"{path}: no rows (a predictions file holds one row per vetted sample)")
-    return recs
+    "Write `predictions_<slug>.csv` for the main-results table (the one predictions file, `speco3.metrics.write_predictions`)."
+    from speco3.metrics import write_predictions
+    return write_predictions(predictions_path(results_dir, policy), records, policy=policy)
 
 def main_table_from(results_dir, # folder holding predictions_*.csv
                     tasks=PAPER_TASKS, # the table's task columns
                     n_boot=1000, seed=0): # bootstrap settings for the intervals in main_metrics.json
     "Score every saved predictions file; write main_table.csv/.md and main_metrics.json; return the table."
-    from speco3.metrics import predictions_frame, evaluate, main_table
+    from speco3.metrics import predictions_frame, evaluate, main_table, read_predictions
     files = sorted(Path(results_dir).glob("predictions_*.csv"))
     if not files: raise FileNotFoundError(f"{results_dir}: no predictions_*.csv to tabulate")
     evals = {}
@@ -251,6 +222,7 @@ def load_predictions(path, # a predictions_*.csv written by save_predictions
                      ids # the sample ids wanted
                     ) -> list | None:
     "The saved predictions for exactly `ids` as records, or None when the file is missing or lacks some of them."
+    from speco3.metrics import read_predictions
     if not Path(path).exists(): return None
     want = set(ids)
     recs = [r for r in read_predictions(path) if r["sample_id"] in want]

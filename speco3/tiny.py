@@ -23,7 +23,7 @@ from transformers import (AddedToken, GenerationConfig, Qwen2Tokenizer, Qwen2VLI
 # %% auto #0
 __all__ = ['SPECIAL_TOKENS', 'TAG_TOKENS', 'VOCAB_SIZE', 'MIN_PIXELS', 'MAX_PIXELS', 'SIZES', 'tiny_corpus', 'tiny_tokenizer',
            'image_tokens', 'tiny_processor', 'mrope_section', 'tiny_config', 'build_tiny', 'load_tiny',
-           'scripted_conversations', 'overfit', 'image_features', 'balanced_accuracy', 'probe_accuracy']
+           'scripted_conversations', 'overfit', 'image_features']
 
 # %% ../nbs/09b_tiny.ipynb #202e901f
 _ENGLISH = """\
@@ -346,30 +346,3 @@ def image_features(model, # a Qwen2.5-VL model (the tiny one or any other)
             feats = model.model.get_image_features(enc["pixel_values"].to(dev), enc["image_grid_thw"].to(dev)).pooler_output
         out += [torch.cat([f.float().mean(0), f.float().std(0)]).cpu().numpy() for f in feats]
     return np.array(out)
-
-def balanced_accuracy(pred, # predicted labels (a missing prediction, None, counts as wrong)
-                      truth # true labels
-                     ) -> float:
-    "Mean over the classes present in `truth` of the share of that class predicted right (0.5 is chance for two)."
-    pred, truth = np.asarray(pred, object), np.asarray(truth, object)
-    if len(pred) != len(truth) or not len(truth): raise ValueError(f"balanced_accuracy needs as many predictions as labels (>0), got {len(pred)} and {len(truth)}")
-    return float(np.mean([np.mean(pred[truth == c] == c) for c in np.unique(truth)]))
-
-def probe_accuracy(X, # (n, d) features
-                   y, # (n,) 0/1 labels
-                   folds=5, # cross-validation folds (ignored when `test` is given)
-                   l2=10.0, # L2 penalty of the logistic regression (standardised features)
-                   seed=0, # fold assignment seed
-                   test=None # (X_test, y_test): fit on all of X, y and score there instead of cross-validating
-                  ) -> float:
-    "Balanced accuracy of a linear probe (speco3.classify.LogisticRegression): on `test`, else held out over k folds."
-    from speco3.classify import LogisticRegression
-    X, y = np.asarray(X, float), np.asarray(y, float)
-    fit = lambda a, b: LogisticRegression(l2=l2).fit(a, b)
-    if test is not None: return balanced_accuracy(fit(X, y).predict(np.asarray(test[0], float)).astype(float), np.asarray(test[1], float))
-    if len(np.unique(y)) != 2 or len(y) < 2 * folds: raise ValueError(f"probe_accuracy needs both labels and at least {2 * folds} rows, got {len(y)}")
-    idx = np.random.default_rng(seed).permutation(len(y))
-    splits = [(np.setdiff1d(idx, f), f) for f in np.array_split(idx, folds)]  # (train, held out) rows per fold
-    scores = [balanced_accuracy(fit(X[tr], y[tr]).predict(X[te]).astype(float), y[te])
-              for tr, te in splits if len(np.unique(y[tr])) == 2]
-    return float(np.mean(scores))

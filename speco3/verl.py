@@ -10,19 +10,20 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from .tool import TOOL_NAME, TOOL_SCHEMA
-from .prompts import PAPER_TASKS, MAX_TOOL_CALLS, chat_template
+from .tasks import PAPER_TASKS
+from .prompts import MAX_TOOL_CALLS, chat_template
+from .reward import ALPHA
 from .bench import file_stem, set_info
 
 # %% auto #0
-__all__ = ['ROLLOUT_N', 'LEARNING_RATE', 'ALPHA', 'TOTAL_EPOCHS', 'MAX_PROMPT_LENGTH', 'MAX_RESPONSE_LENGTH',
-           'MAX_ASSISTANT_TURNS', 'MAX_TOOL_RESPONSE_LENGTH', 'PROFILES', 'IMAGE_TOKENS', 'TOOL_REPLY_TOKENS',
-           'ASSISTANT_TOKENS', 'REWARD_MODULE', 'TOOL_MODULE', 'TOOL_CLASS', 'VERL_REQUIREMENTS', 'VerlProfile',
-           'image_tokens', 'response_length', 'grpo_config', 'tool_config', 'core_requirements', 'export_verl']
+__all__ = ['ROLLOUT_N', 'LEARNING_RATE', 'TOTAL_EPOCHS', 'MAX_PROMPT_LENGTH', 'MAX_RESPONSE_LENGTH', 'MAX_ASSISTANT_TURNS',
+           'MAX_TOOL_RESPONSE_LENGTH', 'PROFILES', 'IMAGE_TOKENS', 'TOOL_REPLY_TOKENS', 'ASSISTANT_TOKENS',
+           'REWARD_MODULE', 'TOOL_MODULE', 'TOOL_CLASS', 'VERL_REQUIREMENTS', 'VerlProfile', 'image_tokens',
+           'response_length', 'grpo_config', 'tool_config', 'core_requirements', 'export_verl']
 
 # %% ../nbs/15_verl.ipynb #d684376f
 ROLLOUT_N = 8             # rollouts per question (GRPO group size)
 LEARNING_RATE = 1e-6      # the authors' actor learning rate
-ALPHA = 0.2               # format penalty of the rule reward (speco3.reward.score)
 TOTAL_EPOCHS = 3          # passes over the training set
 MAX_PROMPT_LENGTH = 2048  # tokens: system + tools + question + overview image (estimate below: ≤ ~1,950)
 MAX_RESPONSE_LENGTH = 32768  # the authors' data.max_response_length (our worst-case estimate, response_length(), is 10,240)

@@ -21,7 +21,8 @@ from speco3.render import FAST_SIZE
 from speco3.tiny import build_tiny, load_tiny, overfit, scripted_conversations, tiny_processor
 from speco3.tool import TOOL_SCHEMA, SpectralVisualizationTool
 from speco3.grpo import (LARGEST_IMAGE, PROFILES, SpectralToolEnv, completion_budget, demo_rows, grpo_dataset, grpo_trainer,
-                         mask_runs, paper_processor, record_batches, tool_turn_tokens, train_grpo)
+                         paper_processor, tool_turn_tokens, train_grpo)
+from speco3.grpo import _mask_runs as mask_runs, _record_batches as record_batches  # the chapter's inspection helpers
 
 CALL = ('<think>Is there broad Balmer emission? I zoom on H-alpha.</think>\n<tool_call>{"name": "spectral_visualization_tool", '
         '"arguments": {"wavelength_range": [6480, 6650], "label": "H-alpha"}}</tool_call>')

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 LIB = Path(__file__).resolve().parents[1] / "speco3"
-CORE = ["spectrum", "io", "simulate", "classify", "indices", "bench", "render", "tool", "prompts", "reward", "metrics"]  # design §2
+CORE = ["tasks", "spectrum", "io", "simulate", "classify", "indices", "bench", "render", "tool", "prompts", "reward", "metrics"]  # design §2
 FRAMEWORKS = ["torch", "transformers", "trl", "verl", "peft", "accelerate"]
 
 def chapter(mod):

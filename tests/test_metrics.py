@@ -4,7 +4,8 @@ import json, subprocess, sys, time
 import numpy as np
 import pandas as pd
 import pytest
-from speco3.metrics import (TASKS, predictions_frame, evaluate, main_table, confusion, tool_stats, visited, ece,
+from speco3.tasks import PAPER_TASKS
+from speco3.metrics import (predictions_frame, evaluate, main_table, confusion, tool_stats, visited, ece,
                             aurc, risk_coverage)
 
 def call(lo, hi):
@@ -28,7 +29,7 @@ GUIDES = {"cv": [(6540, 6590), (4670, 4700)], "wd": [(4300, 4380)]}
 def test_records_to_numbers():
     df = predictions_frame(RECORDS)
     assert confusion(df, "cv").values.tolist() == [[2, 1], [1, 1]]
-    e = evaluate(df, tasks=TASKS, n_boot=500, seed=7, guidelines=GUIDES)
+    e = evaluate(df, tasks=PAPER_TASKS, n_boot=500, seed=7, guidelines=GUIDES)
     assert e.tasks == ["cv", "wd"] and e.missing == ["carbon", "gm", "ss"]
     cv, wd = (e.per_task.set_index("task").loc[t] for t in ("cv", "wd"))
     assert (cv.acc, cv.precision, cv.recall, cv.f1) == pytest.approx((3 / 5, 2 / 3, 2 / 3, 2 / 3))
@@ -44,7 +45,7 @@ def test_records_to_numbers():
     # cv1 visits Hα only (1/2), cv2 both (2/2), cv3 none, cv4 covers 10 of 50 Å (0), cv5 Hα (1/2); wd1 1/1, wd2-3 0
     assert t["guideline_visit_rate_by_task"] == pytest.approx({"cv": (0.5 + 1 + 0 + 0 + 0.5) / 5, "wd": 1 / 3})
     json.dumps(e.to_dict(), allow_nan=False)
-    assert evaluate(df, tasks=TASKS, n_boot=500, seed=7).summary == s  # deterministic per seed
+    assert evaluate(df, tasks=PAPER_TASKS, n_boot=500, seed=7).summary == s  # deterministic per seed
 
 def test_main_table_layout():
     df = predictions_frame(RECORDS)
@@ -76,7 +77,7 @@ def test_bootstrap_narrows():
     def frame(n):
         truth = np.where(rng.random(n) < 0.15, "YES", "NO")
         pred = np.where(rng.random(n) < 0.9, truth, np.where(truth == "YES", "NO", "YES"))
-        return pd.DataFrame(dict(task=rng.choice(TASKS, n), truth=truth, prediction=pred))
+        return pd.DataFrame(dict(task=rng.choice(PAPER_TASKS, n), truth=truth, prediction=pred))
     big = frame(10_000)
     t0 = time.perf_counter(); e = evaluate(big, n_boot=1000); dt = time.perf_counter() - t0
     print(f"evaluate with 1000 replicates of 10k predictions: {dt:.2f} s")  # speed is benchmarked, not asserted
@@ -102,7 +103,7 @@ def test_visit_rule():
 def test_framework_free():
     code = ("import sys, speco3.metrics\n"
             "bad = [m for m in ('torch', 'transformers', 'trl', 'verl', 'scipy', 'sklearn', 'matplotlib') if m in sys.modules]\n"
-            "mods = sorted(m for m in sys.modules if m.startswith('speco3.') and m != 'speco3.metrics')\n"
+            "mods = sorted(m for m in sys.modules if m.startswith('speco3.') and m not in ('speco3.metrics', 'speco3.tasks'))\n"
             "print(bad, mods)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[] []", out
