@@ -483,9 +483,12 @@ _NA_D, _NA_I, _K_I = _vac(5889.95, 5895.92), _vac(8183.26, 8194.82), _vac(7664.9
 _CA_I, _MG_II, _SR_II, _G_BAND = _vac(4226.73, 4481.2, 4077.71, 4300.0)
 _MG_B, _SI_II, _BA_II = _vac(5167.32, 5172.68, 5183.60), _vac(4128.07, 4130.89), _vac(4554.03, 6496.90)
 _FE_I = _vac(4045.81, 4383.55, 5269.54, 5328.04)
+_TI_II = _vac(4468.49)[0]
+_O_II_4650 = tuple(zip(_vac(4649.13, 4641.81, 4661.63, 4676.24, 4647.42, 4650.25), (1.0, 0.6, 0.5, 0.4, 0.5, 0.4)))  # O II and C III, early B
 _O_II, _O_III, _N_II, _S_II, _O_I = _vac(3726.03, 3728.82), _vac(4958.91, 5006.84), _vac(6548.05, 6583.45), _vac(6716.44, 6730.82), _vac(6300.30)[0]
 _TIO = tuple(zip(_vac(4761, 4954, 5167, 5448, 5847, 6159, 6651, 7054, 7589, 8432, 8859, 6681, 6714, 7088, 7126, 7666, 7672),
-                (0.6, 0.8, 0.9, 0.8, 0.55, 0.8, 0.8, 1.0, 0.8, 0.45, 0.4, 0.8, 0.8, 0.8, 0.8, 0.8, 0.8)))  # red-degraded; the γ bands are triple-headed
+                (0.6, 0.8, 0.9, 0.8, 0.55, 0.8, 1.6, 1.0, 0.8, 0.45, 0.4, 1.6, 1.6, 0.8, 0.8, 0.8, 0.8)))  # red-degraded; the γ bands are triple-headed
+_TIO_SHORT = _vac(6651, 6681, 6714)  # this sequence fades within ≈ 120 Å: real M stars recover their flux at 6960–7050, before the 7054 head
 _C2 = tuple(zip(_vac(4382, 4737, 5165, 5636, 6122, 6191), (0.35, 0.75, 1.0, 0.8, 0.35, 0.45)))  # Swan, violet-degraded
 _CN_RED = tuple(zip(_vac(6930, 7065, 7880, 8000, 8100, 8300), (0.5, 0.7, 1.0, 0.8, 0.8, 0.6)))  # red-degraded
 _CN_BLUE = _vac(3883, 4216) # violet-degraded
@@ -536,10 +539,10 @@ def _cool_metals(m, t, s):
 
 def _tio_depth(sub):
     "TiO depth of an M0–M6 (sub = 0–6) photosphere; calibrated so that TiO5 follows Reid, Hawley & Gizis (1995), SpT = 8.2 − 10.775·TiO5, for dwarfs."
-    return 0.14 + 0.085 * np.asarray(sub, float)
+    return 0.13 + 0.08 * np.asarray(sub, float)
 
 def _tio(m, t, depth, length_scale=1.0):
-    for head, rel in _TIO: m.band(t, head, depth * rel, 0.035 * head * np.asarray(length_scale), saw=0.15, period=4.0)
+    for head, rel in _TIO: m.band(t, head, depth * rel, 0.035 * head * (0.5 if head in _TIO_SHORT else 1) * np.asarray(length_scale), saw=0.15, period=4.0)
 
 def _m_photosphere(m, d, giant, prefix="", rows=None, metal_poor=False):
     """An M0–M6 photosphere: (continuum function, transmission, subtype). TiO depth follows the subtype; CaH, Na I and the
@@ -549,14 +552,14 @@ def _m_photosphere(m, d, giant, prefix="", rows=None, metal_poor=False):
     sub = d.integers(prefix + "subtype", 0, 6)
     teff = d.fixed(prefix + "teff", (3900 - 150 * sub if giant else 3850 - 170 * sub) + rng.uniform(-50, 50, n))
     tio = d.fixed(prefix + "tio_depth", np.clip((_tio_depth(sub) + rng.normal(0, 0.03, n)) * (rng.uniform(0.3, 0.6, n) if metal_poor else 1), 0.05, 0.95))
-    cah = d.fixed(prefix + "cah_depth", rng.uniform(0, 0.08, n) if giant else np.clip(0.3 + 0.1 * sub + rng.uniform(-0.08, 0.08, n), 0.2, 0.85))
-    na = d.fixed(prefix + "na_i_ew", rng.uniform(0.5, 1.5, n) if giant else np.clip(1.0 + 0.65 * sub + rng.uniform(-0.5, 0.5, n), 0.5, None))  # dwarfs: grows with subtype
+    cah = d.fixed(prefix + "cah_depth", rng.uniform(0, 0.04, n) if giant else np.clip(0.3 + 0.1 * sub + rng.uniform(-0.08, 0.08, n), 0.2, 0.85))
+    na = d.fixed(prefix + "na_i_ew", rng.uniform(1.0, 2.0, n) if giant else np.clip(1.0 + 0.65 * sub + rng.uniform(-0.5, 0.5, n), 0.5, None))  # dwarfs: grows with subtype
     irt = d.fixed(prefix + "ca_irt_ew", rng.uniform(3, 5, n) if giant else rng.uniform(1, 2.5, n))
     r = np.arange(n) if rows is None else rows
     ms, sub_, tio, cah, na, irt = m.subset(r), sub[r], tio[r], cah[r], na[r], irt[r]
     t = ms.ones()
     _tio(ms, t, tio)
-    for (head, length), rel in zip(_CAH, (0.6, 1.0, 0.8)): ms.band(t, head, cah * rel, length, saw=0.1, period=3.0)
+    for (head, length), rel in zip(_CAH, (0.6, 1.0, 0.65)): ms.band(t, head, cah * rel, length, saw=0.1, period=3.0)
     for lam in _NA_I: _absorb_ew(ms, t, lam, na / 2, 1.2, 0.3 if giant else 1.2)
     for lam, rel in zip(_CA_IRT, (0.6, 1.0, 0.85)): _absorb_ew(ms, t, lam, irt * rel, 1.5, 1.0 if giant else 0.5)
     for lam in _K_I: _absorb_ew(ms, t, lam, (0.5 if giant else 1.5) * np.ones(len(r)), 1.2, 0.5)
@@ -574,10 +577,10 @@ def _wd_base(m, d, tlo, thi):
 
 def _da_lines(m, d, t, teff, logg, prefix=""):
     depth = d.fixed(prefix + "balmer_depth", d.rng.uniform(0.45, 0.8, d.n) * np.exp(-0.5 * (np.log10(teff / 12000) / 0.45) ** 2))
-    gamma = d.fixed(prefix + "balmer_gamma", 1.3 * (10 + 30 * (logg - 7.5)) + d.rng.normal(0, 2.6, d.n))
+    gamma = d.fixed(prefix + "balmer_gamma", 1.2 * (10 + 30 * (logg - 7.5)) + d.rng.normal(0, 2.4, d.n))
     _balmer_abs(m, t, depth, 3.0, gamma, gexp=0.0)  # one Lorentz width (Å) for the whole series: real DAs have Hβ at least as wide as Hγ
 
-_DA_COLOUR = 1.4  # the optical continuum of a DA is that of a blackbody at ≈ 1.4 T_eff (with its lines, CALSPEC DAs have the 4250/6750 colour of a Planck curve at T_eff)
+_DA_COLOUR = 1.5  # the optical continuum of a DA is that of a blackbody at ≈ 1.4 T_eff (with its lines, CALSPEC DAs have the 4250/6750 colour of a Planck curve at T_eff)
 
 def _r_wd_da(m, d):
     teff, logg = _wd_base(m, d, 7000, 60000)
@@ -829,16 +832,31 @@ _add("ba_star", "Ba star", "Ba", lambda m, d: _k_giant(m, d, (4300, 5200), (0.15
      None, {"carbon": 0.1}, ebv=0.1, ebv_max=0.6, doc="Ba II 4554/6497 and G band strong, no Swan bands")
 
 # %% ../nbs/04_simulate.ipynb #0f0f8ac6
-def _hot(m, d, teff, balmer_depth, balmer_gamma, vsini, he_i, he_ii, ca_k, jump, metals=0.0, scale=None):
-    "A hot photosphere's lines; `scale` maps a parameter name to a function of T_eff that multiplies its uniform draw."
-    n, rng, scale = d.n, d.rng, scale or {}
+_LUM_CLASSES = (1, 2, 3, 4, 5)  # MK luminosity classes I (supergiant), II, III (giant), IV, V (dwarf)
+_LUM_GAMMA = (0.25, 0.4, 0.6, 0.8, 1.0)  # Stark (pressure) wings of the Balmer lines scale with surface gravity: the Lorentz width of class I–V relative to V
+_LUM_MIX = {"o": (0.2, 0.05, 0.2, 0.1, 0.45), "b": (0.1, 0.05, 0.2, 0.2, 0.45), "a": (0.05, 0.1, 0.55, 0.15, 0.15)}  # [Design] a magnitude-limited survey's mix
+
+def _lum_class(d, mix):
+    "The luminosity class (1–5) of each spectrum: drawn from `mix`; an override fixes it, NaN entries of an override are drawn."
+    drawn = d.rng.choice(_LUM_CLASSES, d.n, p=mix).astype(float)
+    lum = d.fixed("lum_class", drawn)
+    lum = d.values["lum_class"] = np.where(np.isfinite(lum), lum, drawn)
+    return lum
+
+def _hot(m, d, teff, balmer_depth, balmer_gamma, vsini, he_i, he_ii, ca_k, jump, metals=0.0, scale=None, lum_mix=None, high=1.0):
+    """A hot photosphere's lines; `scale` maps a parameter name to a function of T_eff that multiplies its uniform draw;
+    with `lum_mix` the Balmer Lorentz width (`balmer_gamma`, the range of a dwarf) also follows the luminosity class; `high` scales Hδ and above."""
+    n, rng, scale = d.n, d.rng, dict(scale or {})
     teff = d.loguniform("teff", *teff)
+    if lum_mix is not None:
+        lum, g_scale = _lum_class(d, lum_mix), scale.get("balmer_gamma", lambda t: 1.0)
+        scale["balmer_gamma"] = lambda t: g_scale(t) * np.interp(lum, _LUM_CLASSES, _LUM_GAMMA)
     draw = lambda name, lo, hi: d.fixed(name, rng.uniform(lo, hi, n) * scale[name](teff)) if name in scale else d.uniform(name, lo, hi)
     bd, bg, v = d.uniform("balmer_depth", *balmer_depth), draw("balmer_gamma", *balmer_gamma), d.uniform("vsini", *vsini)
     hi, hii, ck = draw("he_i_ew", *he_i), draw("he_ii_ew", *he_ii), d.uniform("ca_k_ew", *ca_k)
     t = m.ones()
     sig = lambda lam: np.sqrt(_vsig(lam, v) ** 2 + 0.5**2)
-    for k in _BALMER_REL: m.absorb(t, _balmer(k), bd * _BALMER_REL[k], sig(_balmer(k)), bg * (0.7 if k == 3 else 1))  # one Lorentz width for Hβ and up: real O/B/A stars have Hδ weaker than Hβ
+    for k in _BALMER_REL: m.absorb(t, _balmer(k), bd * _BALMER_REL[k] * (high if k >= 6 else 1.0), sig(_balmer(k)), bg * (0.7 if k == 3 else 1))  # one Lorentz width for Hβ and up: real O/B/A stars have Hδ weaker than Hβ
     for k in (4026, 4144, 4388, 4471, 4922, 5876, 6678): _absorb_ew(m, t, _HE_I[k], hi * (1.0 if k in (4026, 4471) else 0.6), sig(_HE_I[k]))
     for k in (4200, 4542, 4686, 5412): _absorb_ew(m, t, _HE_II[k], hii * (1.0 if k != 4200 else 0.7), sig(_HE_II[k]))
     _absorb_ew(m, t, _CA_K, ck, sig(_CA_K)); _absorb_ew(m, t, _CA_H, ck * 0.8, sig(_CA_H))
@@ -858,16 +876,21 @@ def _a_colour(teff): return np.clip(1.30 + 0.22 * (teff - 7900) / 1000, 1.0, 1.8
 #   (Vega, Sirius, η¹ Dor, ...) have the 4000–7750 Å colours of a blackbody at 1.55–1.8 T_eff, A4–A6 V at 1.3–1.4 T_eff
 
 def _r_o(m, d):
-    teff, t = _hot(m, d, (30000, 50000), (0.15, 0.3), (3, 8), (100, 300), (0, 0), (0.4, 0.9), (0, 0), 0.05,
-                   scale=dict(balmer_gamma=_o_gamma, he_ii_ew=_o_he_ii))
-    he_i = d.fixed("he_i_ew_4471", d.rng.uniform(0.5, 1.0, d.n) * _o_he_i(teff))  # O5: He I ≪ He II; O9.5: He I 4471 ≈ 2 × He II 4686
+    teff, t = _hot(m, d, (30000, 50000), (0.15, 0.3), (4, 11), (100, 300), (0, 0), (0.4, 0.9), (0, 0), 0.05,
+                   scale=dict(balmer_gamma=_o_gamma, he_ii_ew=_o_he_ii), lum_mix=_LUM_MIX["o"])
+    he_i = d.fixed("he_i_ew_4471", d.rng.uniform(0.7, 1.2, d.n) * _o_he_i(teff))  # O5: He I ≪ He II; O9.5: He I 4471 ≈ 2 × He II 4686
     for k, rel in ((4026, 1.0), (4388, 0.6), (4471, 1.0), (4922, 0.6), (5876, 1.0), (6678, 0.6)):  # the whole He I series, not 4471 alone
         _absorb_ew(m, t, _HE_I[k], he_i * rel, _vsig(_HE_I[k], d.values["vsini"]))
-    return m.bb(teff) * t
+    f = m.bb(teff) * t
+    fill = np.interp(d.values["lum_class"], (1, 3, 5), (1.7, 0.5, 0.0))  # Of stars: wind emission fills He II 4686 (V), turns it into emission (I)
+    _emit_ew(m, f, m.bb_fn(teff), _HE_II[4686], d.values["he_ii_ew"] * fill, d.uniform("wind_fwhm", 1000, 2000))
+    return f
 
 def _r_b(m, d, emission=False):
-    teff, t = _hot(m, d, (10000, 30000), (0.3, 0.6), (1.5, 5), (50, 300), (0.5, 1.2), (0, 0), (0.0, 0.3), 0.3, metals=0.3,
-                   scale=dict(balmer_gamma=_b_gamma, he_i_ew=_b_he_i))
+    teff, t = _hot(m, d, (10000, 30000), (0.3, 0.6), (2, 6.5), (50, 300), (0.5, 1.2), (0, 0), (0.0, 0.3), 0.3, metals=0.3,
+                   scale=dict(balmer_gamma=_b_gamma, he_i_ew=_b_he_i), lum_mix=_LUM_MIX["b"], high=0.75)  # real B stars: Hδ/Hβ EW ≈ 0.6 (A stars ≈ 0.85)
+    cno = d.fixed("o_ii_ew", d.rng.uniform(0.5, 1.0, d.n) * np.interp(d.values["lum_class"], (1, 5), (2.5, 1.0)) * np.exp(-0.5 * (np.log10(teff / 22000) / 0.1) ** 2))  # the O II / C III 4640–4676 blend of early B stars, stronger in supergiants
+    for lam, rel in _O_II_4650: _absorb_ew(m, t, lam, cno * rel, _vsig(lam, d.values["vsini"]))
     f = m.bb(teff) * t
     if emission:  # Be: disc emission, double-peaked, out of the photospheric absorption
         ew, sep, fwhm, r = d.loguniform("ew_ha", 5, 50), d.uniform("peak_sep", 150, 500), d.uniform("fwhm", 150, 400), d.uniform("ratio_hb", 0.1, 0.3)
@@ -875,8 +898,11 @@ def _r_b(m, d, emission=False):
         for lam, rr in ((_HA, 1.0), (_HB, r), (_HG, r * 0.5)): _emit_ew(m, f, cont, lam, ew * rr, fwhm, sep)
     return f
 
-def _r_a(m, d, gamma=(4, 13), ca_scale=1.0, teff=(7500, 10000)):
-    teff_, t = _hot(m, d, teff, (0.45, 0.7), gamma, (50, 250), (0, 0), (0, 0), (0, 0), 0.45, scale=dict(balmer_gamma=_a_gamma))
+def _r_a(m, d, gamma=(6, 19), ca_scale=1.0, teff=(7500, 10000), lum_mix=_LUM_MIX["a"]):
+    teff_, t = _hot(m, d, teff, (0.45, 0.7), gamma, (50, 250), (0, 0), (0, 0), (0, 0), 0.45, scale=dict(balmer_gamma=_a_gamma), lum_mix=lum_mix)
+    mg = d.uniform("mg_ii_ew", 0.2, 0.4)  # Mg II 4481, the strongest metal line of an A star
+    ti = d.fixed("ti_ii_ew", ca_scale * 0.1 * np.clip((10000 - teff_) / 2500, 0, 1))  # Ti II 4468 grows toward F
+    _absorb_ew(m, t, _MG_II, mg, _vsig(_MG_II, d.values["vsini"])); _absorb_ew(m, t, _TI_II, ti, _vsig(_TI_II, d.values["vsini"]))
     ck = d.fixed("ca_k_ew_a", ca_scale * 0.2 * np.exp(np.log(40) * np.clip(10000 - teff_, 0, 2700) / 2700))  # 0.2 Å at A0 → 8 Å at F0
     _absorb_ew(m, t, _CA_K, ck, 1.5); _absorb_ew(m, t, _CA_H, ck * 0.8, 1.5)
     _cool_metals(m, t, ca_scale * 0.15 * np.clip((10000 - teff_) / 2500, 0, 1))
@@ -906,7 +932,7 @@ _add("b_star", "B star", "B", _r_b, {"bstar": 1.0}, {"wd": 0.05}, ebv=0.3, ebv_m
 _add("be_star", "B star", "Be", lambda m, d: _r_b(m, d, True), None, {"cv": 0.15}, ebv=0.3, ebv_max=1.2,
      doc="B photosphere with double-peaked Balmer emission and He I absorption")
 _add("a_star", "A star", "A", _r_a, {"astar": 1.0}, {"wd": 0.15}, ebv=0.1, ebv_max=0.6, doc="deep Balmer lines with narrow wings, Ca II K weak")
-_add("bhb", "A star", "BHB", lambda m, d: _r_a(m, d, (1, 3), 0.2, (7500, 9500)), None, {"wd": 0.1}, ebv=0.05, ebv_max=0.3,
+_add("bhb", "A star", "BHB", lambda m, d: _r_a(m, d, (1, 3), 0.2, (7500, 9500), None), None, {"wd": 0.1}, ebv=0.05, ebv_max=0.3,
      doc="low-gravity A-type halo star: narrow Balmer wings, weak metals")
 _add("f_dwarf", "F star", "F", _r_f, None, {"wd": 0.1}, ebv=0.1, ebv_max=0.6, doc="Balmer lines weaker, Ca II H&K strong, metal lines")
 _add("sdb", "hot subdwarf", "sdB", lambda m, d: _r_sd(m, d, False), None, {"wd": 0.2}, ebv=0.05, ebv_max=0.4, doc="Balmer FWHM 15–30 Å, weak He I")
