@@ -16,9 +16,9 @@ from .tool import SpectralVisualizationTool, TOOL_NAME
 
 # %% auto #0
 __all__ = ['L', 'LINE_STATES', 'HEAD_STATES', 'C2_STATES', 'OVERVIEW', 'FEATURES', 'PROMPT_OVERVIEW', 'STATES', 'WORDS',
-           'Feature', 'seen', 'caption', 'plain', 'tool_call', 'SeeingExpert', 'zoom_prompt', 'perception_examples',
-           'linear_patches', 'pooled_tokens', 'train_eyes', 'heads_accuracy', 'perception_chats', 'train_words',
-           'parse_caption', 'read_plots', 'caption_scores']
+           'PERCEPTION', 'Feature', 'seen', 'caption', 'plain', 'tool_call', 'SeeingExpert', 'zoom_prompt',
+           'perception_examples', 'linear_patches', 'pooled_tokens', 'train_eyes', 'heads_accuracy', 'perception_chats',
+           'train_words', 'parse_caption', 'read_plots', 'caption_scores', 'run_perception']
 
 # %% ../nbs/13a_seeing.ipynb #4d9ce770
 @dataclass(frozen=True)
@@ -246,7 +246,7 @@ def perception_examples(samples, # Samples (e.g. `speco3.coldstart.simulate_samp
                         zooms:int=2, # zoom plots per spectrum besides its overview
                         style:str="fast", # renderer style: the style the agent will use
                         seed:int=0) -> list: # which extra windows are drawn
-    "One dict per plot: image, prompt, caption, states, kind ('overview' or 'zoom'), window, sample_id and task."
+    "One dict per plot: image, prompt, caption, states, kind ('overview' or 'zoom'), window, sample_id, task and truth."
     rng, out = random.Random(seed), []
     every = sorted({w for t in PAPER_TASKS for w in TASKS[t].windows})
     for s in samples:
@@ -255,7 +255,7 @@ def perception_examples(samples, # Samples (e.g. `speco3.coldstart.simulate_samp
         if first.image is None: continue   # nothing drawable
         st = seen(m)
         out.append(dict(image=first.image, prompt=PROMPT_OVERVIEW, caption=caption(st, overview=True), states=st,
-                        kind="overview", window=None, sample_id=s.sample_id, task=s.task))
+                        kind="overview", window=None, sample_id=s.sample_id, task=s.task, truth=s.truth))
         d = decide(s.task, m, covered_windows(s.spectrum, s.task))
         own = [TASKS[s.task].windows[i] for i in sorted({e.window for e in d.evidence if e.window is not None})]
         rest = [w for w in every if w not in own]
@@ -266,7 +266,7 @@ def perception_examples(samples, # Samples (e.g. `speco3.coldstart.simulate_samp
             a, b = max(lo, tool.data_range[0]), min(hi, tool.data_range[1])
             st = seen(m, (a, b))
             out.append(dict(image=r.image, prompt=zoom_prompt(lo, hi), caption=caption(st), states=st, kind="zoom",
-                            window=(lo, hi), sample_id=s.sample_id, task=s.task))
+                            window=(lo, hi), sample_id=s.sample_id, task=s.task, truth=s.truth))
     return out
 
 # %% ../nbs/13a_seeing.ipynb #0622940c
@@ -452,3 +452,55 @@ def caption_scores(examples, # perception examples (held out)
     table = df.groupby("feature", sort=False).agg(n=("right", "size"), model=("right", "mean"), majority=("majority", "mean"))
     table.loc["all"] = [len(df), df.right.mean(), df.majority.mean()]
     return table
+
+# %% ../nbs/13a_seeing.ipynb #ed7947fc
+PERCEPTION = {  # profile -> sizes of the perception stage (gpu and paper start from a real VLM and skip it)
+    "smoke": dict(n_per_task=2, n_test_per_task=1, zooms=2, eyes_epochs=1, words=dict(max_steps=4)),
+    "cpu":   dict(n_per_task=200, n_test_per_task=20, zooms=2, eyes_epochs=10, words={}),
+}
+
+def _examples(folder, make):
+    "Perception examples cached in `folder` (images as PNG, the rest as JSON), made by `make()` when absent."
+    from PIL import Image
+    index = Path(folder) / "examples.json"
+    if index.exists():
+        rows = json.loads(index.read_text())
+        return [dict(r, image=Image.open(Path(folder) / r["image"]).convert("RGB")) for r in rows]
+    rows = make()
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    for i, r in enumerate(rows): r["image"].save(Path(folder) / f"{i:05d}.png")
+    index.write_text(json.dumps([dict(r, image=f"{i:05d}.png") for i, r in enumerate(rows)], ensure_ascii=False))
+    return rows
+
+# %% ../nbs/13a_seeing.ipynb #7506893b
+def run_perception(run_dir, # folder of the stage: examples, base model, eyes, words, control
+                   profile:str="cpu", # a key of PERCEPTION
+                   seed:int=0, # base model, simulation and data order
+                   size:str="tiny", # speco3.tiny size
+                   style:str="fast", # renderer style of the plots (the agent's)
+                   control:bool=True, # also run the words step on the blind base model
+                   progress:bool=False, # a line per epoch / a progress bar
+                   **sizes) -> dict: # overrides of PERCEPTION[profile]
+    "Eyes then words on simulated plots; returns the model folder, curves and caption scores on held-out plots."
+    from speco3.coldstart import simulate_samples
+    from speco3.tiny import build_tiny
+    if profile not in PERCEPTION: raise ValueError(f"no perception stage for profile {profile!r} (it has {', '.join(PERCEPTION)}); gpu and paper start from a real VLM")
+    p, run = {**PERCEPTION[profile], **sizes}, Path(run_dir)
+    train = _examples(run / "train", lambda: perception_examples(simulate_samples(p["n_per_task"], seed=seed + 101), p["zooms"], style, seed))
+    test = _examples(run / "test", lambda: perception_examples(simulate_samples(p["n_test_per_task"], seed=seed + 202), p["zooms"], style, seed + 1))
+    base = run / "base"
+    if not (base / "config.json").exists(): build_tiny(base, size=size, seed=seed)
+    eyes = train_eyes(base, train, run / "eyes", valid=test, epochs=p["eyes_epochs"], seed=seed, progress=progress)
+    words = train_words(eyes["model_dir"], train, run / "words", profile=profile, seed=seed,
+                        progress=progress, **p["words"])
+    out = dict(profile=profile, seed=seed, size=size, style=style, sizes=p, n_train=len(train), n_test=len(test),
+               model_dir=words["model_dir"], eyes=eyes, words=words)
+    said = {"eyes + words": read_plots(words["model_dir"], test)}
+    if control:
+        blind = train_words(base, train, run / "words-blind", profile=profile, seed=seed,
+                            progress=progress, **p["words"])
+        out["control"] = blind
+        said["words only (blind eyes)"] = read_plots(blind["model_dir"], test)
+    out["scores"] = {k: caption_scores(test, v, train) for k, v in said.items()}
+    out["said"], out["test"], out["train"] = said, test, train
+    return out
