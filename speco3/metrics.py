@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['REQUIRED', 'FIELDS', 'PREDICTION_COLUMNS', 'tool_fields', 'predictions_frame', 'confusion', 'Evaluation', 'evaluate',
-           'visited', 'tool_stats', 'calibration_table', 'ece', 'risk_coverage', 'aurc', 'main_table',
-           'write_predictions', 'read_predictions', 'balanced_accuracy', 'probe_accuracy']
+           'paired_difference', 'visited', 'tool_stats', 'calibration_table', 'ece', 'risk_coverage', 'aurc',
+           'main_table', 'write_predictions', 'read_predictions', 'balanced_accuracy', 'probe_accuracy']
 
 # %% ../nbs/11_metrics.ipynb #64034318
 import json, zlib
@@ -291,6 +291,53 @@ def evaluate(df,            # predictions frame (see `predictions_frame`)
     tools = tool_stats(d, guidelines) if has_tools else None
     return Evaluation(per_task=pt, summary=s, tasks=used, missing=[t for t in wanted if t not in present],
                       n_boot=int(n_boot), seed=int(seed), level=float(level), tools=tools)
+
+# %% ../nbs/11_metrics.ipynb #2f1384ea
+def _macro(d, idx, metric):
+    "Macro F1 or accuracy of the rows `idx[t]` of each task frame in `d` (strict reading)."
+    vals = []
+    for t, g in d.items():
+        tp, fn, fp, tn = _cells(g.truth.to_numpy()[idx[t]], g.prediction.to_numpy()[idx[t]])
+        acc, _, _, f1 = _scores(np.array([tp, fn, fp, tn]))
+        vals.append(f1 if metric == "macro_f1" else acc)
+    return float(np.mean(vals))
+
+def _paired_frames(a, b, tasks):
+    "{task: rows of `a` and `b` on the same samples, aligned}: prediction_a/prediction_b, truth."
+    fa, fb = (_checked(x) for x in (a, b))
+    for name, f in (("a", fa), ("b", fb)):
+        if "sample_id" not in f.columns or f.sample_id.isna().any(): raise ValueError(f"paired_difference: frame {name} needs a sample_id on every row")
+        if f.duplicated(["task", "sample_id"]).any(): raise ValueError(f"paired_difference: frame {name} has a sample twice")
+    pick = lambda f: f.assign(prediction=f.strict_prediction) if "strict_prediction" in f.columns else f
+    m = pick(fa)[["task", "sample_id", "truth", "prediction"]].merge(pick(fb)[["task", "sample_id", "prediction"]],
+                                                                      on=["task", "sample_id"], suffixes=("_a", "_b"))
+    if len(m) < max(len(fa), len(fb)):
+        raise ValueError(f"paired_difference: the frames share {len(m)} samples of {len(fa)} and {len(fb)}; pair them on the same test rows")
+    used = _order(m.task) if tasks is None else [t for t in tasks if t in set(m.task)]
+    return {t: m[m.task == t].reset_index(drop=True) for t in used}
+
+# %% ../nbs/11_metrics.ipynb #7b29e781
+def paired_difference(a, # predictions frame of policy A (`predictions_frame`), with sample_id
+                      b, # predictions frame of policy B on the same samples
+                      tasks=None, # tasks to average over; None: every task the frames share
+                      metric:str="macro_f1", # "macro_f1" or "macro_acc"
+                      n_boot:int=2000, # paired bootstrap replicates
+                      seed:int=0, # bootstrap seed
+                      level:float=0.95) -> dict: # coverage of the interval
+    "A minus B in `metric` with a paired, task-stratified bootstrap interval (strict answers; a missing answer is wrong)."
+    if metric not in ("macro_f1", "macro_acc"): raise ValueError(f"metric {metric!r}: use 'macro_f1' or 'macro_acc'")
+    d = _paired_frames(a, b, tasks)
+    side = lambda col: {t: g.assign(prediction=g[col]) for t, g in d.items()}
+    da, db = side("prediction_a"), side("prediction_b")
+    full = {t: np.arange(len(g)) for t, g in d.items()}
+    diff = _macro(da, full, metric) - _macro(db, full, metric)
+    rng, reps = np.random.default_rng(seed), []
+    for _ in range(n_boot):
+        idx = {t: rng.integers(0, len(g), len(g)) for t, g in d.items()}
+        reps.append(_macro(da, idx, metric) - _macro(db, idx, metric))
+    lo, hi = _interval(np.array(reps), level) if n_boot else (np.nan, np.nan)
+    return dict(metric=metric, a=_macro(da, full, metric), b=_macro(db, full, metric), diff=diff, lo=lo, hi=hi,
+                excludes_zero=bool(lo > 0 or hi < 0), n=int(sum(len(g) for g in d.values())), tasks=list(d), n_boot=n_boot, level=level)
 
 # %% ../nbs/11_metrics.ipynb #a0fcca6e
 def _valid_windows(windows):
