@@ -409,7 +409,7 @@ def vet(specialist:Specialist, # a trained baseline
         rows, # SpecVI-Bench rows to answer (their truth is kept for scoring)
         task:str|None=None # the task the rows ask; None: the specialist's own
        ) -> list[dict]:
-    "One record per row: sample_id, task, truth, prediction, confidence (P(YES)), status, format_ok, seconds."
+    "One record per row: sample_id, task, truth, prediction, confidence (P(YES)), status, format_ok, no tool calls, seconds."
     from speco3.agent import sample_id
     rows = list(rows)
     t0 = time.perf_counter()
@@ -418,7 +418,7 @@ def vet(specialist:Specialist, # a trained baseline
     truth = truths(rows)
     return [dict(sample_id=sample_id(r), task=task or specialist.task, truth="YES" if t else "NO",
                  prediction="YES" if q >= specialist.threshold else "NO", confidence=float(q), status="answered",
-                 format_ok=True, policy=specialist.name, seconds=each) for r, t, q in zip(rows, truth, p)]
+                 format_ok=True, n_tool_calls=0, windows=[], policy=specialist.name, seconds=each) for r, t, q in zip(rows, truth, p)]
 
 SETTINGS = {  # profile -> training sizes; gpu and paper have the published train splits, so more pretraining data
     "smoke": dict(max_epochs=3, patience=2, batch_size=8, n_unlabeled=40, pretrain_epochs=2, pretrain_patience=1, pretrain_batch=16),
