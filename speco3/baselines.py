@@ -422,8 +422,8 @@ def vet(specialist:Specialist, # a trained baseline
 
 SETTINGS = {  # profile -> training sizes; gpu and paper have the published train splits, so more pretraining data
     "smoke": dict(max_epochs=3, patience=2, batch_size=8, n_unlabeled=40, pretrain_epochs=2, pretrain_patience=1, pretrain_batch=16),
-    "cpu": dict(max_epochs=40, patience=8, batch_size=16, n_unlabeled=1500, pretrain_epochs=15, pretrain_patience=3, pretrain_batch=64),
-    "gpu": dict(max_epochs=60, patience=10, batch_size=32, n_unlabeled=10000, pretrain_epochs=30, pretrain_patience=5, pretrain_batch=128)}
+    "cpu": dict(max_epochs=100, patience=10, batch_size=16, n_unlabeled=1500, pretrain_epochs=40, pretrain_patience=4, pretrain_batch=64),
+    "gpu": dict(max_epochs=100, patience=10, batch_size=32, n_unlabeled=10000, pretrain_epochs=40, pretrain_patience=5, pretrain_batch=128)}
 SETTINGS["paper"] = SETTINGS["gpu"]
 
 # %% ../nbs/15a_baselines.ipynb #95203d45
