@@ -50,6 +50,7 @@ _WORDS = {"emission": r"\bemission\b", "absorption": r"\babsorption\b", "broad":
           "narrow": r"\bnarrow(?:er)?\b",
           "present": r"\b(?:strong|clear|deep|present|detected|prominent|visible|convincing)\b"}
 _GROUPS = r"\bBalmer\b|\bmolecular\b|\bhelium\b|\bmetal\b|\bforbidden\b|\[O\s*III\]|\bCa\s*II\b|\bNa\s*I\b|\bMg\b"  # named, but not audited
+_HEDGE = re.compile(r"\b(?:only|partly|partially|barely|possibly|perhaps|maybe|might|may|marginal(?:ly)?)\b", re.I)
 _NEG = re.compile(r"\b(?:no|not|without|absent|lacks?|lacking|neither|nor|never)\b", re.I)
 _CUT = re.compile(r"<tool_call>.*?</tool_call>|<answer>.*?</answer>|</?think>", re.S)
 
@@ -75,6 +76,7 @@ def _in_sentence(s):
             pos = lambda x: min(abs(m.start() - x[1]), abs(x[0] - m.end()))
             start, end, f = min(found, key=pos)
             if f is None or attr not in ATTRIBUTES[f.kind]: continue
+            if _HEDGE.search(re.split(r"[,:()]", s[:m.start()])[-1]): continue   # "only 1 of 3 heads is present": no assertion
             neg = _negated(s, m.start()) or (start > m.end() and _negated(s, start, 2))
             out.append((m.start(), Claim(f.name, attr, not neg, s)))
     for start, end, f in found:   # "no C2", "without TiO": a band denied by name alone
