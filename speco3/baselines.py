@@ -439,11 +439,12 @@ def _median_per_item(fn, n, runs):
 
 def throughput(rows, # SpecVI-Bench rows to time (any tasks)
                specialists=(), # Specialist objects (their task does not matter for timing)
-               styles=("fast",), # renderer styles to time the scripted expert with
+               styles=("fast",), # renderer styles to time the agent-loop policies with
                runs:int=5, # timed passes per stage; the median is reported
-               expert:bool=True # time the scripted expert
+               policies:dict|None=None, # name -> speco3.policy.Policy run through the agent loop; None: the scripted expert
+               anchors:bool=True # end with the paper's two figures (PAPER_PACE)
               ):
-    "A DataFrame: policy, stage, seconds per spectrum, spectra per second (median of `runs` passes over `rows`)."
+    "A DataFrame: policy, stage, seconds per spectrum, spectra per second (median of `runs` passes over `rows`, one spectrum at a time through the agent loop)."
     import pandas as pd
     from speco3.agent import as_sample, inspect
     rows = list(rows)
@@ -451,23 +452,24 @@ def throughput(rows, # SpecVI-Bench rows to time (any tasks)
     if not (isinstance(runs, int) and runs >= 1): raise ValueError(f"runs must be an integer >= 1, got {runs!r}")
     n, out = len(rows), []
     read_s, samples = _median_per_item(lambda: [as_sample(r) for r in rows], n, runs)
-    add = lambda policy, stage, s, note="": out.append(dict(policy=policy, stage=stage, s_per_spectrum=s, spectra_per_s=1 / s if s > 0 else np.inf, note=note))
-    if expert:
-        from speco3.expert import ScriptedExpertPolicy
-        for style in styles:
-            name, pol, parts = f"Scripted expert ({style} plots)", ScriptedExpertPolicy(), []
-            def once():
-                trajs = [inspect(s, pol, style=style) for s in samples]
-                parts.append([(sum(t.timings[k] for t in trajs)) / n for k in ("total_s", "model_s", "tool_s")] +
-                             [float(np.mean([t.n_tool_calls for t in trajs]))])
-                return trajs
-            total, _ = _median_per_item(once, n, runs)
-            tot, model, tool, calls = np.median(np.array(parts[1:]), axis=0)
-            add(name, "read", read_s)
-            add(name, "overview plot and prompt", max(tot - model - tool, 0.0))
-            add(name, "rules", model)
-            add(name, "tool round-trips", tool, f"{calls:.1f} zooms per spectrum")
-            add(name, "total", read_s + total)
+    add = lambda policy, stage, s, note="": out.append(dict(policy=policy, stage=stage, s_per_spectrum=s, spectra_per_s=1 / s if s > 0 else np.nan, note=note))
+    from speco3.expert import ScriptedExpertPolicy
+    if policies is None: policies = {"Scripted expert": ScriptedExpertPolicy()}
+    for (label, pol), style in [(lp, st) for lp in policies.items() for st in styles]:
+        name, parts = f"{label} ({style} plots)", []
+        rules = isinstance(pol, ScriptedExpertPolicy)
+        def once():
+            trajs = [inspect(s, pol, style=style) for s in samples]
+            parts.append([(sum(t.timings[k] for t in trajs)) / n for k in ("total_s", "model_s", "tool_s")] +
+                         [float(np.mean([t.n_tool_calls for t in trajs]))])
+            return trajs
+        total, _ = _median_per_item(once, n, runs)
+        tot, model, tool, calls = np.median(np.array(parts[1:]), axis=0)
+        add(name, "read", read_s)
+        add(name, "overview plot and prompt", max(tot - model - tool, 0.0))
+        add(name, "rules" if rules else "model", model)
+        add(name, "tool round-trips", tool, f"{calls:.1f} zooms per spectrum")
+        add(name, "total", read_s + total)
     for sp in specialists:
         feat, X = _median_per_item(lambda: sp.features([s.spectrum for s in samples]), n, runs)
         model, _ = _median_per_item(lambda: sp.proba(X), n, runs)
@@ -475,5 +477,5 @@ def throughput(rows, # SpecVI-Bench rows to time (any tasks)
         add(sp.name, "resample onto the grid", feat)
         add(sp.name, "model", model, f"one batch of {n}")
         add(sp.name, "total", read_s + feat + model)
-    for name, s in PAPER_PACE.items(): add(name, "total", s, "quoted from the paper, not measured here")
+    for name, s in (PAPER_PACE.items() if anchors else ()): add(name, "total", s, "quoted from the paper, not measured here")
     return pd.DataFrame(out)
