@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 from .spectrum import Spectrum, SpectrumError
 from .io import to_specvi_row
+from .tasks import FILE_KEYS, file_key, task_key
 from .simulate import KINDS, TASKS, OOD_TASKS, simulate, kinds_for
 from .classify import LogisticRegression, binned_flux
 from .render import render, STYLES
@@ -18,8 +19,8 @@ from .prompts import system_text, user_prompt
 
 # %% auto #0
 __all__ = ['PUBLISHED_TRAIN', 'PUBLISHED_TEST', 'SIZES', 'SIZE_DOCS', 'SURVEY_MIX', 'CONFUSER_SHARE', 'OOD_CONFUSERS',
-           'WEAK_BINS', 'THRESHOLD', 'LOW_SNR', 'LABELS', 'FILE_KEYS', 'resolve_sizes', 'split_counts', 'archive_mix',
-           'object_id', 'sample', 'WeakClassifier', 'weak_classifier', 'Rejection', 'rejection_sample',
+           'REAL_CONTAMINANTS', 'WEAK_BINS', 'THRESHOLD', 'LOW_SNR', 'LABELS', 'resolve_sizes', 'split_counts',
+           'archive_mix', 'object_id', 'sample', 'WeakClassifier', 'weak_classifier', 'Rejection', 'rejection_sample',
            'intrinsic_params', 'reobserve', 'sim_name', 'messages', 'overview', 'specvi_row', 'file_stem', 'set_info',
            'write_set', 'dataset_card', 'build', 'load']
 
@@ -92,10 +93,12 @@ SURVEY_MIX = {"f_dwarf": 0.50, "k_giant": 0.20, "dm": 0.17, "a_star": 0.06, "dme
               "ba_star": 0.01, "elg": 0.01, "sdb": 0.01, "wd_da": 0.01}  # ordinary kinds, weighted roughly like a survey
 CONFUSER_SHARE = 0.3  # share of each archive drawn from the task's confusers
 OOD_CONFUSERS = {  # the generalisation tasks' impostors (simulate names confusers only for the five paper tasks)
-    "ostar": {"b_star": 0.4, "sdo": 0.25, "sdb": 0.15, "wd_do": 0.1, "wd_da": 0.1},
+    "ostar": {"b_star": 0.4, "sdo": 0.25, "sdb": 0.15, "wd_do": 0.1, "wd_da": 0.1, "gk_star": 0.2},
     "bstar": {"a_star": 0.3, "o_star": 0.2, "sdb": 0.2, "bhb": 0.15, "wd_da": 0.15},
     "astar": {"b_star": 0.3, "f_dwarf": 0.3, "wd_da": 0.2, "sdb": 0.2},
     "qso": {"elg": 0.4, "cv_dn": 0.15, "cv_nl": 0.1, "wd_dc": 0.15, "wd_db": 0.05, "be_star": 0.05, "symbiotic": 0.1}}
+REAL_CONTAMINANTS = {  # task -> {kind: share of the task's negatives drawn straight from it}: what fooled the rules on real spectra
+    "wd": {"late_k": 0.07}, "ostar": {"gk_star": 0.2}}
 
 def _check_task(task):
     if task not in TASKS + OOD_TASKS: raise ValueError(f"unknown task {task!r}; choose one of {', '.join(TASKS + OOD_TASKS)}")
@@ -281,7 +284,7 @@ def reobserve(spectra:list, # SpecVI-Sim spectra (any kinds, any instrument)
 # %% ../nbs/06a_bench.ipynb #39e9f47c
 _CLS_LABEL = {"white dwarf": "WD", "cataclysmic variable": "CV", "M giant": "M_GIANT", "M dwarf": "M_DWARF",
               "carbon star": "CARBON", "S star": "S_TYPE", "K giant": "K_GIANT", "Ba star": "K_GIANT", "O star": "O",
-              "B star": "B", "A star": "A", "F star": "FGK", "hot subdwarf": "SD", "galaxy": "GALAXY", "QSO": "QSO"}
+              "B star": "B", "A star": "A", "F star": "FGK", "K star": "FGK", "G/K star": "FGK", "hot subdwarf": "SD", "galaxy": "GALAXY", "QSO": "QSO"}
 LABELS = {**{k: _CLS_LABEL.get(v.cls, "OTHER") for k, v in KINDS.items()}, "be_star": "EMISSION_STAR"}  # kind -> real-spectra label
 
 def sim_name(object_id:str, # the object's id
@@ -320,7 +323,6 @@ def specvi_row(spectrum:Spectrum, # a SpecVI-Sim spectrum (with meta object_id)
     return row
 
 # %% ../nbs/06a_bench.ipynb #c4c89cda
-FILE_KEYS = {"carbon": "cc"}  # task -> file suffix, where the published SpecVI-Bench names differ from the task key
 _ROW_GROUP = 128
 
 def file_stem(split:str, # train or test
@@ -328,7 +330,7 @@ def file_stem(split:str, # train or test
               variant:str|None=None # None, or sdss, desi, lowsnr
              ) -> str:
     "File name (without .parquet) of a set, e.g. train_cc, test_cv_sdss."
-    return "_".join([split, FILE_KEYS.get(task, task)] + ([variant] if variant else []))
+    return "_".join([split, file_key(task)] + ([variant] if variant else []))
 
 def set_info(name:str # a file name or stem, e.g. "test_cv_sdss.parquet", "train_cc"
             ) -> dict:
@@ -336,8 +338,7 @@ def set_info(name:str # a file name or stem, e.g. "test_cv_sdss.parquet", "train
     stem = Path(str(name)).name.removesuffix(".parquet")
     m = re.fullmatch(r"(train|test|val|validation)_([a-z]+)(?:_([a-z0-9]+))?", stem)
     if not m: raise ValueError(f"{name!r} is not a SpecVI-Bench file name (expected <split>_<task>[_<variant>], e.g. test_cv)")
-    keys = {v: k for k, v in FILE_KEYS.items()}
-    return {"split": m[1], "task": keys.get(m[2], m[2]), "variant": m[3]}
+    return {"split": m[1], "task": task_key(m[2]), "variant": m[3]}
 
 def _schema():
     import pyarrow as pa
@@ -414,10 +415,17 @@ class _Writer:
                 pos += [s for s in sample(kinds_for(task), n_pos, self.seed, f"{tag}/pos/{k}", snr_range=snr_range) if s.meta["snr"]["g"] < max_snr]
                 k += 1
             pos = pos[:n_pos]
-        neg, rec = rejection_sample(task, n_neg, clf, self.seed, tag, sz["archive_chunk"], sz["archive_max"],
+        extra = REAL_CONTAMINANTS.get(task, {}) if max_snr is None else {}  # (the low-SNR set keeps pure rejection sampling)
+        n_extra = min(int(round(sum(extra.values()) * n_neg)), n_neg - 1) if extra else 0
+        neg, rec = rejection_sample(task, n_neg - n_extra, clf, self.seed, tag, sz["archive_chunk"], sz["archive_max"],
                                     snr_range, max_snr, self.bar)
+        direct = sample(extra, n_extra, self.seed, f"{tag}/contaminants", snr_range=snr_range) if n_extra else []
+        if direct:  # the real-data contaminants, shuffled in with the rest so that train and test both get their share
+            neg += direct
+            neg = [neg[k] for k in np.random.default_rng(_seed(self.seed, tag, "contaminants", "order")).permutation(len(neg))]
         self.acceptance[tag] = {"task": task, "scored": rec.scored, "accepted": rec.accepted, "acceptance": round(rec.rate, 5),
-                                "used": rec.used, "rounds": rec.rounds, "weak_train": clf.n_train, "kinds": rec.kinds}
+                                "used": rec.used, "rounds": rec.rounds, "weak_train": clf.n_train, "kinds": rec.kinds,
+                                "contaminants": dict(sorted(Counter(s.meta["kind"] for s in direct).items()))}
         return pos, neg
 
     def write(self, stem, task, pos, neg, clf, split="test"):
@@ -504,6 +512,9 @@ rebuilds every file here byte for byte with the same simulator code, except `bui
   confusers); only non-positives with predicted P(positive) > {stats['threshold']} are kept. Acceptance = accepted / scored
   (the paper reports ≈1.74 % on LAMOST). The column `weak_score` holds that classifier's P(positive) for every row
   (for the SDSS/DESI views it scores the new view; the selection was made on the LAMOST view).
+- **Real-data contaminants**: a share of the negatives of some tasks comes straight from the kinds that fooled the
+  rules on real spectra, whatever the pre-screen says ({", ".join(f"{t}: " + ", ".join(f"{k} {v:.0%}" for k, v in m.items()) for t, m in REAL_CONTAMINANTS.items())});
+  their `weak_score` is usually below the threshold.
 - **Splits**: train balanced, test {sz['ratio']:g} negatives per positive. Object-level: every simulated object has an
   `object_id` and no object is in both train and test; the cross-survey sets re-observe *test* objects only
   (same intrinsic parameters, fresh SDSS/DESI instrument chain).

@@ -318,6 +318,8 @@ LIMITS = dict(  # the thresholds of the rules (tuned on SpecVI-Sim training draw
     heii_b=0.30,           # Å; He II 4542 (2σ) that excludes a B star
     b_depth=0.20,          # Hβ depth of a B star (a DB white dwarf has none)
     a_depth=0.38,          # Hβ depth of an A star
+    a_width=6.5,           # Å; Hβ Gaussian FWHM below this without Stark wings (wing EW < a_wing): a noise dip or a cool star's
+    a_wing=1.0,            #   weak line, not an A star's (real A stars: FWHM ≥ 7 Å; chosen on SpecVI-Sim draws and the real dev half)
     a_cak=2.5,             # Å; Ca II K EW (2σ) above this: F type or later
     a_gband=1.5,           # Å; G band EW (3σ) above this: F/G type (A stars: below 0.5, their Hγ wing lowers the band's continuum)
     hei_a=0.40,            # Å; He I 4471 (2σ) that makes an "A star" a B star
@@ -710,6 +712,11 @@ def _rules_astar(m):
     ev = [Evidence(text + ".", W("H-beta"), keys, _margin(m["hb_depth"], _L["a_depth"], 0.05))]
     if not _balmer_present(m, _L["a_depth"]): return Decision("NO", "astar: weak Balmer", "the Balmer lines are too weak for an A star", ev)
     if _broad(m): return Decision("NO", "astar: broad Balmer", "the Balmer lines are white-dwarf broad", ev)
+    if _ok(m["hb_width"], m["hb_wing"]) and m["hb_width"] < _L["a_width"] and m["hb_wing"] < _L["a_wing"]:
+        ev.append(Evidence(f"Hβ is only {fmt('hb_width', m['hb_width'])} Å wide with no Stark wings (wing EW {fmt('hb_wing', m['hb_wing'])} Å): "
+                           "narrower than any A star's line, a noise dip or the weak line of a cooler star.", W("H-beta"), ("hb_width", "hb_wing"),
+                           min(_margin(m["hb_width"], _L["a_width"], 1.5), _margin(m["hb_wing"], _L["a_wing"], 1.0))))
+        return Decision("NO", "astar: narrow Balmer", "the Hβ line is too narrow and wingless for an A star", ev)
     bm = m["balmer_merge"]
     if _ok(bm) and bm > _L["a_hot"]:   # an A star's higher Balmer lines and cooler continuum keep the 3850 Å region low
         ev.append(Evidence(f"F3850/F4500 = {fmt('balmer_merge', bm)}: a continuum too blue, and higher Balmer lines too weak, for an A star.",
@@ -786,7 +793,7 @@ def decide(task:str, # task key (a key of speco3.prompts.TASKS)
     return d
 
 # %% ../nbs/08a_expert.ipynb #1eb323b3
-VERSION = "5"  # bump when a rule, a limit or the wording changes (recorded in every trajectory)
+VERSION = "6"  # bump when a rule, a limit or the wording changes (recorded in every trajectory)
 
 def _call(lo, hi, name):
     "A tool call as the model writes it."

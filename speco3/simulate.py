@@ -10,6 +10,7 @@ from typing import Callable
 import numpy as np
 from numpy.polynomial import legendre
 from .spectrum import Spectrum, SpectrumError, lamost_wavelength, air_to_vacuum
+from . import tasks as _tasks
 
 # %% auto #0
 __all__ = ['C_KMS', 'FINE_DLOGLAM', 'SNR_BANDS', 'INSTRUMENTS', 'TASKS', 'OOD_TASKS', 'KINDS', 'blackbody', 'ccm89',
@@ -387,8 +388,8 @@ def _observe(f, d, kind, inst, snr_band, snr, keep=None):
     return noisy * cal, ivar
 
 # %% ../nbs/04_simulate.ipynb #c6def32f
-TASKS = ("cv", "carbon", "gm", "ss", "wd") # the five SpecVI-Bench tasks
-OOD_TASKS = ("ostar", "bstar", "astar", "qso") # generalisation tasks (unseen classes); the same keys as speco3.prompts
+TASKS = _tasks.PAPER_TASKS # the five SpecVI-Bench tasks (speco3.tasks, the one home of task keys)
+OOD_TASKS = _tasks.OOD_TASKS # generalisation tasks (unseen classes)
 
 @dataclass(frozen=True)
 class Kind:
@@ -746,7 +747,7 @@ _add("dme", "M dwarf", "dMe", _r_dme, None, {"cv": 0.35}, ebv=0.05, ebv_max=0.5,
 _add("wd_dm", "WD+MS binary", "DA+dM", _r_wd_dm, None, {"cv": 0.2, "wd": 0.15, "gm": 0.1}, ebv=0.05, ebv_max=0.4,
      doc="DA lines in the blue, M dwarf in the red, narrow Hα")
 _add("mira", "M giant", "Mira", _r_mira, None, {"ss": 0.15}, ebv=0.2, ebv_max=1.5, doc="late M giant with Balmer emission (Hδ/Hγ strongest) and veiling")
-_add("symbiotic", "symbiotic star", "symbiotic", _r_symbiotic, None, {"cv": 0.05}, ebv=0.2, ebv_max=1.0,
+_add("symbiotic", "symbiotic star", "symbiotic", _r_symbiotic, None, {"cv": 0.05, "carbon": 0.05, "ss": 0.05}, ebv=0.2, ebv_max=1.0,
      doc="M giant + hot component: narrow Balmer, He II 4686 and [O III] emission")
 
 # %% ../nbs/04_simulate.ipynb #efc9cb51
@@ -981,3 +982,76 @@ _add("qso", "QSO", "QSO", lambda m, d: _r_qso(m, d, (0.1, 4.5)), {"qso": 1.0}, N
      doc="broad emission lines at one redshift on a power law")
 _add("qso_lowz", "QSO", "QSO low z", lambda m, d: _r_qso(m, d, (0.01, 0.3)), None, {"cv": 0.1, "wd": 0.1}, extragalactic=True, ebv=0.05, ebv_max=0.3,
      doc="low-z QSO/Seyfert 1: broad Hα/Hβ with [O III], not at z=0")
+
+# %% ../nbs/04_simulate.ipynb #2fba907b
+_FOREST = tuple(zip(_vac(4045.81, 4063.59, 4071.74, 4132.06, 4143.87, 4202.03, 4250.79, 4271.76, 4325.76, 4383.55, 4404.75, 4415.12,
+                         4443.79, 4468.49, 4501.27, 4528.61, 4533.97, 4549.47, 4563.76, 4571.97, 4583.84, 4629.34, 4667.45, 4703.00,
+                         4731.45, 4957.60, 5041.07, 5110.41, 5227.19, 5269.54, 5328.04, 5371.49, 5397.13, 5405.77, 5429.70, 5446.92,
+                         5455.61, 5528.41, 5615.64, 6102.72, 6122.22, 6162.17, 6439.08, 6495.00,
+                         4534.78, 4535.57, 4536.05, 4541.52, 4545.95, 4548.76, 4549.62, 4552.45),
+                    (0.9, 0.6, 0.6, 0.6, 0.6, 0.6, 0.5, 0.6, 0.8, 0.8, 0.6, 0.5, 0.5, 0.4, 0.4, 0.6, 0.5, 0.5, 0.4, 0.5, 0.5, 0.4,
+                     0.4, 0.4, 0.4, 0.4, 0.4, 0.3, 0.5, 0.6, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.4, 0.4, 0.4, 0.5, 0.5, 0.4, 0.4,
+                     0.12, 0.12, 0.12, 0.1, 0.1, 0.1, 0.12, 0.1)))  # strong Fe I/II, Ti I/II, Cr I, Ca I lines of G/K photospheres (air Å); the last eight blend into the He II 4542 window
+_SUB_TEFF_V = ([5, 8, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19], [5660, 5490, 5280, 5170, 5040, 4830, 4600, 4440, 4300, 4100, 3990, 3930])  # G5…K9 V, Pecaut & Mamajek (2013)
+_SUB_TEFF_III = ([5, 8, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19], [5100, 4950, 4750, 4600, 4450, 4300, 4150, 4000, 3950, 3900, 3850, 3820])  # G5…K9 III [U]
+
+def _late_type(m, d, teff, giant):
+    """A G5–K9 photosphere: metal lines, G band, Ca II H&K, weak Balmer lines, blue blanketing and the 4000 Å break;
+    dwarfs (giant = 0) with pressure-broadened Mg b / Na D and Na I 8190, giants with CN and a stronger Ca II triplet."""
+    n, rng, g = d.n, d.rng, np.asarray(giant, float)
+    cool = np.clip((5600 - teff) / 1700, 0, 1)   # 0 at G5 (5600 K), 1 at K9 (3900 K)
+    s = d.fixed("metals", np.clip(0.55 + 0.4 * cool + rng.normal(0, 0.05, n), 0.3, 1.0))
+    t = m.ones()
+    _cool_metals(m, t, s)
+    for lam, rel in _FOREST: m.absorb(t, lam, 0.45 * s * rel, 1.0)
+    for lam in _MG_B: _absorb_ew(m, t, lam, s * (0.7 + 0.9 * cool) * (1 - 0.4 * g), 1.0, 0.6 * (1 - g))
+    for lam in _NA_D: _absorb_ew(m, t, lam, s * (0.6 + 3.0 * cool) * (1 - 0.5 * g), 1.0, 0.8 * (1 - g))
+    for lam in (_CA_K, _CA_H): _absorb_ew(m, t, lam, 6.5 - 4 * cool, 2.0, 2.0)   # Ca II K EW ≈ 10 Å at G5 (real G/K median)
+    m.absorb(t, _G_BAND, d.uniform("g_band_depth", 0.25, 0.4), 10.)
+    hd = d.fixed("balmer_depth", np.clip(0.22 - 0.17 * cool + rng.normal(0, 0.02, n), 0.02, 0.3))
+    for k in (3, 4, 5, 6, 7): m.absorb(t, _balmer(k), hd * _BALMER_REL[k], 1.5, (1.0 + 3.0 * (1 - cool)) * (1 - 0.5 * g))
+    for lam in _NA_I: _absorb_ew(m, t, lam, (0.15 + 0.6 * cool) * (1 - 0.8 * g), 1.2, 0.5)
+    for lam, rel in zip(_CA_IRT, (0.6, 1.0, 0.85)): _absorb_ew(m, t, lam, (2.0 + 1.5 * g) * rel, 1.5, 0.5)
+    for head in _CN_BLUE: m.band(t, head, 0.15 * g, 60., violet=True, saw=0.1)
+    _tio(m, t, d.fixed("tio_depth", np.clip((4250 - teff) / 3000, 0, 0.05)))  # a trace of TiO at K7–K9
+    for (head, length), rel in zip(_CAH, (0.6, 1.0, 0.65)): m.band(t, head, np.clip((4200 - teff) / 1500, 0, 0.15) * (1 - g) * rel, length, saw=0.1, period=3.0)
+    blank = d.fixed("blanketing", np.clip(0.25 + 0.1 * cool + rng.normal(0, 0.05, n), 0.1, 0.6))
+    t *= 1 - blank[:, None] * _sigmoid((4250 - m.wr) / 100)   # the many unlisted metal lines blueward of ~4400 Å
+    t *= 1 - np.clip(1.4 * blank, 0, 0.85)[:, None] * _sigmoid((3990 - m.wr) / 15)   # the 4000 Å break (Ca II H&K wings, Fe I, CN)
+    return m.bb(teff) * t
+
+def _r_late(m, d, lo, hi, p_giant):
+    sub = d.fixed("subtype", np.round(d.rng.uniform(lo, hi, d.n)))  # 5 = G5, 10 = K0, 19 = K9
+    giant = d.bernoulli("giant", p_giant)
+    teff = d.fixed("teff", np.where(giant > 0, np.interp(sub, *_SUB_TEFF_III), np.interp(sub, *_SUB_TEFF_V)) + d.rng.uniform(-60, 60, d.n))
+    m.subclass = [f"{'K' if s >= 10 else 'G'}{int(s) - 10 if s >= 10 else int(s)}{'III' if gi else 'V'}" for s, gi in zip(sub, giant)]
+    return _late_type(m, d, teff, giant)
+
+_FE_II = tuple(zip(_vac(4923.92, 5018.44, 5169.03, 5197.58, 5234.62, 5276.00, 5316.62, 4583.83, 4629.34, 5534.85, 6247.56, 6456.38),
+                   (0.25, 0.3, 0.5, 0.08, 0.08, 0.1, 0.15, 0.1, 0.1, 0.1, 0.05, 0.1)))  # Fe II multiplets 42, 49, 37/38, 55, 74 (air Å), relative to Hβ
+_N_III, _NII_5755, _O_I_6364 = _vac(4640.64, 5754.59, 6363.78)
+_O_I_NIR = _vac(7771.94, 8446.36)
+
+def _r_nova(m, d):
+    "A classical nova after maximum: broad Balmer, Fe II (or He/N) emission, O I, and the nebular [O III], [N II] 5755, [O I] later."
+    teff = d.loguniform("teff", 6000, 20000)
+    ew, fwhm = d.loguniform("ew_ha", 100, 2000), d.uniform("fwhm", 1000, 4000)
+    dec, feii, neb = d.uniform("ratio_hb", 0.03, 0.2), d.bernoulli("fe_ii_type", 0.7), d.uniform("nebular", 0, 1) ** 2
+    cont = m.bb_fn(teff)
+    f, hb = cont(m.wr), ew * dec
+    for lam, e in ((_HA, ew), (_HB, hb), (_HG, hb * 0.5), (_HD, hb * 0.35)): _emit_ew(m, f, cont, lam, e, fwhm)
+    for lam, r in _FE_II: _emit_ew(m, f, cont, lam, hb * r * feii * (1 - neb), fwhm)
+    for k, r in ((5876, 0.15), (6678, 0.05), (7065, 0.05), (4471, 0.05), (5016, 0.05)): _emit_ew(m, f, cont, _HE_I[k], hb * r * (2 - feii), fwhm)
+    _emit_ew(m, f, cont, _N_III, hb * (0.05 + 0.3 * (1 - feii) + 0.2 * neb), fwhm)
+    _emit_ew(m, f, cont, _HE_II[4686], hb * 0.3 * neb, fwhm)
+    for lam, r in zip(_O_I_NIR, (0.045, 0.075)): _emit_ew(m, f, cont, lam, ew * r, fwhm)
+    for lam, r in ((_O_III[1], 2.0), (_O_III[0], 0.67), (_NII_5755, 0.4), (_O_I, 0.3), (_O_I_6364, 0.1)): _emit_ew(m, f, cont, lam, hb * r * neb, fwhm)
+    m.subclass = ["nova (Fe II)" if x else "nova (He/N)" for x in feii]
+    return f
+
+_add("late_k", "K star", "K4–K9", lambda m, d: _r_late(m, d, 14, 19, 0.5), None, {"wd": 0.15}, ebv=0.1, ebv_max=1.0,
+     doc="late-K dwarf or giant: red continuum, strong Mg b and Na D, the 4000 Å break; a cool DC/DZ white dwarf's look-alike")
+_add("gk_star", "G/K star", "G5–K3", lambda m, d: _r_late(m, d, 5, 13, 0.4), None, None, ebv=0.1, ebv_max=1.0,
+     doc="G5–K3 dwarf or giant: metal-line blends in the He II 4542 window, G band, strong Ca II K (an O-star impostor, bench.OOD_CONFUSERS)")
+_add("nova", "cataclysmic variable", "classical nova", _r_nova, None, {"carbon": 0.1, "ss": 0.1}, ebv=0.6, ebv_max=1.5,
+     doc="classical nova: very strong broad Balmer, Fe II 5169/5018 or N III 4640 emission beside the C₂ and ZrO heads")

@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 import speco3.bench as bench
-from speco3.bench import (build, load, set_info, file_stem, split_counts, resolve_sizes, intrinsic_params, SIZES,
+from speco3.bench import (REAL_CONTAMINANTS, build, load, set_info, file_stem, split_counts, resolve_sizes, intrinsic_params, SIZES,
                           THRESHOLD, LOW_SNR)
 from speco3.cli import main
 from speco3.io import read_spectrum
@@ -124,7 +124,8 @@ def test_negatives_are_hard(smoke):
         assert not set(df.kind[~yes]) & set(kinds_for(info["task"])), stem
         assert set(df.kind[yes]) <= set(kinds_for(info["task"])), stem
         if info["variant"] not in ("sdss", "desi"):
-            assert (df.weak_score[~yes] > THRESHOLD).all(), stem
+            direct = df.kind.isin(list(REAL_CONTAMINANTS.get(info["task"], {})))  # drawn straight from the real-data contaminants
+            assert (df.weak_score[~yes & ~direct] > THRESHOLD).all(), stem
     for run, a in stats["acceptance"].items():
         assert 0 < a["acceptance"] < 1 and a["accepted"] >= a["used"] and a["acceptance"] == round(a["accepted"] / a["scored"], 5), run
     assert (ds["test_cv_lowsnr"].snr < LOW_SNR).all()
