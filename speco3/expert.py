@@ -502,9 +502,12 @@ def _rules_gm(m):
     if _ok(cat):
         ev.append(Evidence(f"Ca II 8542 + 8662 EW {fmt('cat_ew', cat)} Å: " + ("strong (giant)." if cat >= _L["cat_giant"] else "weak (dwarf)."),
                            W("Ca II triplet"), ("cat_ew",), _margin(cat, _L["cat_giant"], 1.0)))
-    if _ok(cah, line):   # the CaH line decides unless the Ca II triplet and Na I both say the opposite
-        against = _ok(cat, nai) and ((cat < _L["cat_giant"] and nai >= _L["nai_giant"]) if g_cah else (cat >= _L["cat_giant"] and nai < _L["nai_giant"]))
-        giant = g_cah != against
+    if _ok(cah, line):   # the CaH line decides unless the Ca II triplet and Na I both say the opposite, or, where Na I
+        # cannot be measured, CaH lies within its scale (0.08) of the line and the triplet is a clear 1 Å beyond its limit
+        both = _ok(cat, nai) and ((cat < _L["cat_giant"] and nai >= _L["nai_giant"]) if g_cah else (cat >= _L["cat_giant"] and nai < _L["nai_giant"]))
+        alone = (not _ok(nai) and _ok(cat) and abs(cah - line) < 0.08
+                 and (cat < _L["cat_giant"] - 1.0 if g_cah else cat >= _L["cat_giant"] + 1.0))
+        giant = g_cah != (both or alone)
     elif _ok(cat): giant = cat >= _L["cat_giant"]
     else: giant = False
     if not giant:
@@ -793,7 +796,7 @@ def decide(task:str, # task key (a key of speco3.prompts.TASKS)
     return d
 
 # %% ../nbs/08a_expert.ipynb #1eb323b3
-VERSION = "6"  # bump when a rule, a limit or the wording changes (recorded in every trajectory)
+VERSION = "7"  # bump when a rule, a limit or the wording changes (recorded in every trajectory)
 
 def _call(lo, hi, name):
     "A tool call as the model writes it."
