@@ -4,7 +4,7 @@
 
 # %% ../nbs/15a_baselines.ipynb #fa4c8057
 from __future__ import annotations
-import copy, time
+import copy, hashlib, json, time
 from pathlib import Path
 import numpy as np
 import torch
@@ -17,7 +17,7 @@ from .classify import FEATURE_RANGE, LogisticRegression
 # %% auto #0
 __all__ = ['N_PIX', 'MIN_GOOD', 'ARCHS', 'NAMES', 'L2_GRID', 'SETTINGS', 'PAPER_PACE', 'grid', 'prepare', 'GaiaNet', 'CarbonNet',
            'SpecFormer', 'split_train', 'fit', 'Specialist', 'truths', 'train_specialist', 'augment', 'clip_loss',
-           'pretrain', 'train_probe', 'vet', 'throughput']
+           'pretrain', 'train_probe', 'vet', 'throughput', 'train_baselines', 'baselines_for', 'vet_real']
 
 # %% ../nbs/15a_baselines.ipynb #2e7fb07a
 N_PIX = 1024    # points of the input grid: ≈250 km/s apart over 3800–8900 Å, about 3.6 LAMOST pixels
@@ -479,3 +479,85 @@ def throughput(rows, # SpecVI-Bench rows to time (any tasks)
         add(sp.name, "total", read_s + feat + model)
     for name, s in (PAPER_PACE.items() if anchors else ()): add(name, "total", s, "quoted from the paper, not measured here")
     return pd.DataFrame(out)
+
+# %% ../nbs/15a_baselines.ipynb #2381aa5d
+def train_baselines(data, # a benchmark folder (SpecVI-Sim build) with train splits of `tasks`
+                    settings:dict, # training sizes, e.g. SETTINGS["cpu"]
+                    seed:int=0, # weights, splits, views and archive draws
+                    device:str="cpu", # torch device
+                    tasks=("cv", "carbon", "gm", "ss", "wd")): # the tasks that get a specialist
+    "Every specialist of every task: dict(specialists={(name, task): Specialist}, train_log, pretrain_curve, pretrain_s, corpus, unlabeled)."
+    from speco3.agent import load_samples
+    from speco3.bench import sample, archive_mix
+    rows = {t: load_samples(data, task=t, split="train") for t in tasks}
+    X = {t: prepare(r, derivative=True) for t, r in rows.items()}
+    fit_kw = dict(max_epochs=settings["max_epochs"], patience=settings["patience"], batch_size=settings["batch_size"], device=device)
+    sps, log = {}, []
+    for arch in ARCHS:
+        for t in tasks:
+            sp = sps[(NAMES[arch], t)] = train_specialist(arch, t, rows[t], seed=seed, X=X[t], **fit_kw)
+            log.append(dict(policy=sp.name, task=t, **sp.info))
+    n_extra = settings["n_unlabeled"] // len(tasks)
+    unlabeled = [s for t in tasks for s in sample(archive_mix(t), n_extra, seed=seed, tag=f"baselines-pretrain-{t}")]
+    corpus = np.concatenate([X[t][:, [0, -1]] for t in tasks] + ([prepare(unlabeled)] if unlabeled else []))
+    t0 = time.time()
+    enc, curve = pretrain(corpus, seed=seed, max_epochs=settings["pretrain_epochs"], patience=settings["pretrain_patience"],
+                          batch_size=settings["pretrain_batch"], device=device)
+    pretrain_s = time.time() - t0
+    for t in tasks:
+        sp = sps[(NAMES["astroclip"], t)] = train_probe(enc, t, rows[t], seed=seed, X=X[t][:, [0, -1]])
+        log.append(dict(policy=sp.name, task=t, **sp.info))
+    return dict(specialists=sps, train_log=log, pretrain_curve=curve, pretrain_s=pretrain_s, corpus=len(corpus), unlabeled=len(unlabeled))
+
+def _build_key(data, profile, seed, settings):
+    "What the saved baselines must have been trained with to be reused."
+    stats = Path(data) / "stats.json"
+    s = json.loads(stats.read_text()) if stats.exists() else {}
+    import speco3.baselines as module   # the exported file, also when this runs inside the chapter
+    return dict(profile=profile, seed=int(seed), settings=settings, code=hashlib.sha256(Path(module.__file__).read_bytes()).hexdigest()[:12],
+                build={k: s.get(k) for k in ("format", "profile", "seed", "simulator_sha256", "sizes")})
+
+def baselines_for(data, # the benchmark folder the specialists are trained on
+                  profile:str, # training sizes: a key of SETTINGS
+                  folder, # the run folder that keeps them (e.g. out_dir/runs/baselines-<profile>)
+                  seed:int=0, # as for `train_baselines`
+                  device:str="cpu", # torch device
+                  train=None): # the training function (default `train_baselines`; tests pass a small one)
+    "`train_baselines` for this build, loaded from `folder/baselines.pt` when saved there with the same build, settings and code; `source` says which."
+    if profile not in SETTINGS: raise ValueError(f"unknown profile {profile!r}; choose one of {', '.join(SETTINGS)}")
+    path, key = Path(folder) / "baselines.pt", _build_key(data, profile, seed, SETTINGS[profile])
+    if path.exists():
+        try: saved = torch.load(path, map_location=device, weights_only=False)
+        except Exception as e: saved, why = None, f"unreadable ({type(e).__name__})"
+        else: why = "trained on another build, with other settings or code" if saved.get("key") != key else ""
+        if saved is not None and not why: return dict(saved["bundle"], source=f"loaded from {path.name}")
+        print(f"{path.name} in {Path(folder).name}: {why}; training afresh")
+    bundle = (train or train_baselines)(data, SETTINGS[profile], seed=seed, device=device)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    torch.save(dict(key=key, bundle=bundle), tmp); tmp.replace(path)
+    return dict(bundle, source="trained")
+
+# %% ../nbs/15a_baselines.ipynb #5cdf4c7b
+def vet_real(specialists, # trained baselines; each answers its own task
+             spectra # real spectra with meta id and label (speco3.realmix.load_real)
+            ) -> tuple[list[dict], list[dict]]:
+    "(records, unscored): a record per (readable spectrum, specialist); the spectra a specialist could not read, with the reason."
+    from speco3.realmix import TARGETS
+    specialists = list(specialists)
+    if not specialists: raise ValueError("vet_real needs at least one specialist")
+    n_pix = {sp.n_pix for sp in specialists}
+    if len(n_pix) > 1: raise ValueError(f"specialists on grids of {sorted(n_pix)} points: vet each grid separately")
+    X, ok, bad = [], [], []
+    for s in spectra:
+        try: X.append(prepare([s], specialists[0].n_pix, derivative=True)[0]); ok.append(s)
+        except SpectrumError as e: bad.append((s, str(e).replace(s.source, str(s.meta.get("id")))))   # the id, not a file path
+    recs, unscored = [], []
+    for sp in specialists:
+        p = sp.proba(_channels(sp.model, np.stack(X))) if X else []
+        recs += [dict(sample_id=s.meta["id"], task=sp.task, truth="YES" if s.meta.get("label") in TARGETS.get(sp.task, ()) else "NO",
+                      prediction="YES" if q >= sp.threshold else "NO", confidence=float(q), status="answered", format_ok=True,
+                      n_tool_calls=0, windows=[], policy=sp.name) for s, q in zip(ok, p)]
+        unscored += [dict(policy=sp.name, task=sp.task, id=s.meta["id"], label=s.meta.get("label"), survey=s.meta.get("survey"),
+                          reason=why) for s, why in bad]
+    return recs, unscored

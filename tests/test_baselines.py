@@ -85,3 +85,29 @@ def test_every_survey_reaches_the_same_grid():
     for inst, x in X.items():
         assert x.shape == (2, 2, N_PIX) and np.isfinite(x).all(), inst
         assert x[:, 1].mean() > 0.9, f"{inst}: most of the grid should be usable"
+
+
+def test_baselines_for_retrains_over_an_unreadable_cache(specialist, tmp_path, capsys):
+    from speco3.baselines import baselines_for
+    calls = []
+    def train(data, settings, seed=0, device="cpu"):
+        calls.append(seed)
+        return dict(specialists={(specialist.name, "cv"): specialist}, train_log=[], pretrain_curve=[], pretrain_s=0.0, corpus=0, unlabeled=0)
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "baselines.pt").write_bytes(b"not a torch file")
+    out = baselines_for(tmp_path, "smoke", tmp_path / "runs", train=train)
+    assert out["source"] == "trained" and calls == [0] and "unreadable" in capsys.readouterr().out
+    assert baselines_for(tmp_path, "smoke", tmp_path / "runs", train=train)["source"].startswith("loaded") and calls == [0]
+    with pytest.raises(ValueError) as e: baselines_for(tmp_path, "fast", tmp_path / "runs", train=train)
+    assert "unknown profile 'fast'" in one_line(e)
+
+
+def test_vet_real_lists_what_it_cannot_read(specialist):
+    from speco3.baselines import vet_real
+    good = Spectrum(W, 1 + 0.01 * np.sin(W / 50), meta={"id": "ok", "label": "CV"})
+    far = Spectrum(np.linspace(9500, 10500, 400), np.ones(400), meta={"id": "ir", "label": "M_DWARF", "survey": "X"})
+    recs, unscored = vet_real([specialist], [good, far])
+    assert [(r["sample_id"], r["truth"]) for r in recs] == [("ok", "YES")]
+    assert [(u["id"], u["task"]) for u in unscored] == [("ir", "cv")] and "nothing inside" in unscored[0]["reason"]
+    recs, unscored = vet_real([specialist], [far])
+    assert recs == [] and len(unscored) == 1
