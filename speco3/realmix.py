@@ -25,7 +25,7 @@ def wilson(k:int, # successes
     if n == 0: return (np.nan, np.nan)
     p, den = k / n, 1 + z**2 / n
     mid, half = (p + z**2 / (2 * n)) / den, z * np.sqrt(p * (1 - p) / n + z**2 / (4 * n**2)) / den
-    return (float(max(mid - half, 0.0)), float(min(mid + half, 1.0)))
+    return (float(min(max(mid - half, 0.0), p)), float(max(min(mid + half, 1.0), p)))  # rounding never puts k/n outside
 
 def real_split(group:str, # a physical object's key (`object_group` of the collection)
                dev:float=0.5): # the fraction of objects in the development half
