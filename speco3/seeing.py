@@ -459,17 +459,20 @@ PERCEPTION = {  # profile -> sizes of the perception stage (gpu and paper start 
     "cpu":   dict(n_per_task=200, n_test_per_task=20, zooms=2, eyes_epochs=10, words={}),
 }
 
-def _examples(folder, make):
-    "Perception examples cached in `folder` (images as PNG, the rest as JSON), made by `make()` when absent."
+def _examples(folder, made_with, make):
+    "Perception examples cached in `folder` (images as PNG, the rest as JSON), made by `make()` when absent; `made_with` must match."
     from PIL import Image
-    index = Path(folder) / "examples.json"
+    index, stamp = Path(folder) / "examples.json", Path(folder) / "made_with.json"
     if index.exists():
+        old = json.loads(stamp.read_text()) if stamp.exists() else None
+        if old != made_with: raise ValueError(f"{folder}: holds perception examples made with {old}, not {made_with}; use another run folder")
         rows = json.loads(index.read_text())
         return [dict(r, image=Image.open(Path(folder) / r["image"]).convert("RGB")) for r in rows]
     rows = make()
     Path(folder).mkdir(parents=True, exist_ok=True)
     for i, r in enumerate(rows): r["image"].save(Path(folder) / f"{i:05d}.png")
     index.write_text(json.dumps([dict(r, image=f"{i:05d}.png") for i, r in enumerate(rows)], ensure_ascii=False))
+    stamp.write_text(json.dumps(made_with))
     return rows
 
 # %% ../nbs/13a_seeing.ipynb #7506893b
@@ -486,8 +489,9 @@ def run_perception(run_dir, # folder of the stage: examples, base model, eyes, w
     from speco3.tiny import build_tiny
     if profile not in PERCEPTION: raise ValueError(f"no perception stage for profile {profile!r} (it has {', '.join(PERCEPTION)}); gpu and paper start from a real VLM")
     p, run = {**PERCEPTION[profile], **sizes}, Path(run_dir)
-    train = _examples(run / "train", lambda: perception_examples(simulate_samples(p["n_per_task"], seed=seed + 101), p["zooms"], style, seed))
-    test = _examples(run / "test", lambda: perception_examples(simulate_samples(p["n_test_per_task"], seed=seed + 202), p["zooms"], style, seed + 1))
+    made = lambda n: dict(n_per_task=n, zooms=p["zooms"], style=style, seed=seed)
+    train = _examples(run / "train", made(p["n_per_task"]), lambda: perception_examples(simulate_samples(p["n_per_task"], seed=seed + 101), p["zooms"], style, seed))
+    test = _examples(run / "test", made(p["n_test_per_task"]), lambda: perception_examples(simulate_samples(p["n_test_per_task"], seed=seed + 202), p["zooms"], style, seed + 1))
     base = run / "base"
     if not (base / "config.json").exists(): build_tiny(base, size=size, seed=seed)
     eyes = train_eyes(base, train, run / "eyes", valid=test, epochs=p["eyes_epochs"], seed=seed, progress=progress)
