@@ -352,7 +352,8 @@ def train_eyes(model_dir, # a Qwen2.5-VL folder (e.g. `speco3.tiny.build_tiny`'s
         row = dict(epoch=ep + 1, loss=total / max(n, 1), train_acc=right / max(seen_, 1), seconds=time.perf_counter() - t1)
         if valid: row["valid_acc"] = heads_accuracy(model, processor, heads, valid)["acc"]
         curve.append(row)
-        torch.save(dict(visual=model.model.visual.state_dict(), heads=heads.state_dict(), opt=opt.state_dict(), curve=curve), ck)
+        torch.save(dict(visual=model.model.visual.state_dict(), heads=heads.state_dict(), opt=opt.state_dict(), curve=curve), ck.with_suffix(".part"))
+        ck.with_suffix(".part").replace(ck)   # atomic: a run killed while saving keeps the previous epoch's checkpoint
         if progress: print(f"eyes epoch {row['epoch']}: loss {row['loss']:.3f}, train {row['train_acc']:.3f}" + (f", valid {row['valid_acc']:.3f}" if valid else ""), flush=True)
     model.eval()
     model.save_pretrained(out / "model"); processor.save_pretrained(out / "model")
