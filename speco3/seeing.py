@@ -9,8 +9,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
-from .expert import LIMITS, VERSION, measurements, decide, covered_windows
-from .policy import Policy
+from .expert import LIMITS, measurements, decide, covered_windows, ScriptedExpertPolicy
 from .prompts import TASKS, PAPER_TASKS
 from .tool import SpectralVisualizationTool, TOOL_NAME
 
@@ -171,7 +170,7 @@ def _tool_failed(ep):
     text = parts if isinstance(parts, str) else " ".join(p.get("text", "") for p in parts or [] if isinstance(p, dict))
     return text.strip().startswith("Error")
 
-class SeeingExpert(Policy):
+class SeeingExpert(ScriptedExpertPolicy):
     """The scripted expert's plan and verdict, said as a seeing model can say them: after each plot, what it shows
     (`seen` → `caption`); the measured numbers behind the decision are kept in `audit`, not in the text."""
     name = "seeing-expert"
@@ -180,30 +179,18 @@ class SeeingExpert(Policy):
                  guided=False, # cold-start drafting: a marginal deciding criterion yields to `episode.truth`
                  guided_margin=1.0, # how marginal (units of the criterion's scale) a measurement must be to yield
                  name="seeing-expert"): # recorded as the policy name
-        self.guided, self.guided_margin, self.name = guided, guided_margin, name
+        super().__init__(guided, guided_margin, name)
         self.audit = {}  # sample_id -> the deciding rule, its verdict and the measured evidence (with numbers)
 
-    def describe(self):
-        d = {"name": self.name, "version": VERSION, "guided": self.guided, "reads": "arrays", "writes": "what the plots show"}
-        return d | ({"guided_margin": self.guided_margin} if self.guided else {})
+    def describe(self): return super().describe() | {"writes": "what the plots show"}
 
-    def act(self, episodes):
-        out = []
-        for ep in episodes:
-            try: out.append(self._next(ep))
-            except Exception as e: out.append(e)   # one bad spectrum must not stop the batch
-        return out
 
 # %% ../nbs/13a_seeing.ipynb #884eda2b
 def _state(self, ep):
-    "Measurements, decision, zoom plan and the data's ends of an episode, computed once and kept in `ep.meta`."
-    st = ep.meta.get("seeing")
-    if st is None:
-        m = measurements(ep.spectrum)
-        d = decide(ep.task, m, covered_windows(ep.spectrum, ep.task))
-        plan = sorted({e.window for e in d.evidence if e.window is not None})[:max(ep.max_tool_calls - ep.n_tool_calls, 0)]
-        w = ep.spectrum.rest_wavelength[np.isfinite(ep.spectrum.flux)]
-        st = ep.meta["seeing"] = dict(m=m, decision=d, plan=plan, k=0, ends=(float(w[0]), float(w[-1])) if len(w) else None)
+    "The scripted expert's state of an episode (measurements, decision, zoom plan, the data's ends), its evidence kept in `audit`."
+    st = ScriptedExpertPolicy._state(self, ep)
+    if ep.sample_id not in self.audit:
+        d = st["decision"]
         self.audit[ep.sample_id] = dict(task=ep.task, rule=d.rule, measured=d.verdict, evidence=[e.text for e in d.evidence])
     return st
 
