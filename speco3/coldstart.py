@@ -270,15 +270,18 @@ def _f_tool_calls(rec, ctx):
         if not r.get("ok"): return f"call {i + 1}: {r.get('text', '')[:80]}"
 
 def _f_wavelengths(rec, ctx):
+    "Every cited wavelength lies in the data and (with the tool) inside a zoom window; without the tool the overview is all there is."
     tol, wins, data = ctx["tol"], _windows(rec), rec.get("data_range")
     for i, t in enumerate(rec.get("turns", [])):
         for v in cited_wavelengths(t["text"]):
             if data and not data[0] - tol <= v <= data[1] + tol: return f"turn {i + 1} cites {v:g} Å, outside the data ({data[0]:.0f}–{data[1]:.0f} Å)"
-            if data and min(abs(v - data[0]), abs(v - data[1])) <= tol: continue  # the coverage ends: the overview's axis shows them
+            if not ctx["tool"] or data and min(abs(v - data[0]), abs(v - data[1])) <= tol: continue  # the overview's axis shows it
             if not any(lo - tol <= v <= hi + tol for lo, hi in wins): return f"turn {i + 1} cites {v:g} Å, outside every zoom window"
 
 def _f_zoom(rec, ctx):
-    if not _windows(rec): return "no zoom"
+    "With the tool a draft zooms at least once; a no-tool draft never calls it."
+    if ctx["tool"] and not _windows(rec): return "no zoom"
+    if not ctx["tool"] and _zooms(rec): return f"{len(_zooms(rec))} tool call(s) in a no-tool draft"
 
 def _f_repeats(rec, ctx):
     seen = Counter(tuple(round(float(x), 1) for x in c["arguments"]["wavelength_range"]) for c, r in _zooms(rec)
@@ -331,10 +334,11 @@ def check_draft(record:dict, # a draft record
           test_ids=frozenset(), # ids from `heldout_keys` (names, object ids, fingerprints)
           max_chars:int=MAX_CHARS, # length limit, characters of assistant text
           max_turns:int=MAX_TURNS, # length limit, assistant turns
-          tol:float=WAVELENGTH_TOL # Å of slack around zoom windows and data for cited wavelengths
+          tol:float=WAVELENGTH_TOL, # Å of slack around zoom windows and data for cited wavelengths
+          tool:bool=True # False: a no-tool draft (the overview only), which must not call the tool
          ) -> dict:
     "{filter: why it failed} for one record; empty when it passes them all."
-    ctx = dict(test_ids=set(test_ids), max_chars=max_chars, max_turns=max_turns, tol=tol)
+    ctx = dict(test_ids=set(test_ids), max_chars=max_chars, max_turns=max_turns, tol=tol, tool=tool)
     out = {}
     for name, f in FILTERS.items():
         why = f(record, ctx)
@@ -343,7 +347,7 @@ def check_draft(record:dict, # a draft record
 
 def qc(records, # draft records (read_trajectories of a draft run)
        test_ids=frozenset(), # ids that must not be trained on (`heldout_keys(bench_dir)`)
-       **limits # max_chars, max_turns, tol (see `check_draft`)
+       **limits # max_chars, max_turns, tol, tool (see `check_draft`)
       ):
     "(kept records, report): each record gets a `qc` dict of failed filters; the report gives pass rates (%) per filter and task."
     test_ids = set(test_ids)
