@@ -140,8 +140,20 @@ def predictions_frame(records # trajectory-like dicts: task, truth/ground_truth,
     for r in records:
         rows.append({**{c: _get(r, c) for c in FIELDS if has(r, c) or c in REQUIRED}, **tool_fields(r), "strict_prediction": _strict(r)})
     df = pd.DataFrame(rows)
-    if "n_tool_calls" in df.columns: df["n_tool_calls"] = df["n_tool_calls"].astype("Int64")
+    if "n_tool_calls" in df.columns: df["n_tool_calls"] = _counts(df)
     return _checked(df)
+
+def _counts(df):
+    "The `n_tool_calls` column as Int64: a missing or blank value (a policy that makes no tool calls) is NA; a value that is no whole number >= 0 is an error naming its row."
+    out = []
+    for i, v in enumerate(df["n_tool_calls"]):
+        if _missing(v) or (isinstance(v, str) and not v.strip()): out.append(pd.NA); continue
+        try: n = float(v)
+        except (TypeError, ValueError): n = np.nan
+        if not (np.isfinite(n) and n >= 0 and n == int(n)) or isinstance(v, bool):
+            raise ValueError(f"{_where(df, i)}: n_tool_calls {v!r} is not a whole number >= 0")
+        out.append(int(n))
+    return pd.array(out, dtype="Int64")
 
 # %% ../nbs/11_metrics.ipynb #21e7c1bd
 def _cells(truth, pred):
@@ -543,7 +555,7 @@ def write_predictions(path, # the CSV file to write
 def read_predictions(path # a predictions file written by `write_predictions`
                     ) -> list:
     "The rows of a predictions file as records: a missing answer is None, never 'nan'; `windows` parsed back."
-    blank = {c: [""] for c in ("prediction", "truth", "strict_prediction", "reward")}
+    blank = {c: [""] for c in ("prediction", "truth", "strict_prediction", "reward", "status", "format_ok", "n_tool_calls")}
     df = pd.read_csv(path, keep_default_na=False, na_values=blank)
     recs = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()} for r in df.to_dict("records")]
     for i, r in enumerate(recs):

@@ -120,3 +120,19 @@ def test_strict_reading_first_lenient_beside():
     assert e.summary["reading"].startswith("strict")
     t = main_table({"p": e})
     assert t.loc["p", ("macro", "Acc")] == pytest.approx(33.3) and t.loc["p", ("macro lenient", "Acc")] == pytest.approx(100.0)
+
+
+def test_file_of_a_policy_without_tool_calls(tmp_path):
+    "A baseline's predictions file (no tool calls, no format verdict: blank cells) reads back and scores, alone and in the main table."
+    from speco3.metrics import write_predictions, read_predictions
+    from speco3.reproduce import save_predictions, main_table_from
+    recs = [dict(sample_id=f"{t}{i}", task=t, truth=truth, prediction=pred) for t in PAPER_TASKS
+            for i, (truth, pred) in enumerate([("YES", "YES"), ("NO", "NO"), ("NO", "YES"), ("YES", "NO")])]
+    back = read_predictions(write_predictions(tmp_path / "p.csv", recs, policy="GaiaNet-like"))
+    assert {(r["n_tool_calls"], r["format_ok"], r["status"]) for r in back} == {(None, None, None)}
+    e = evaluate(predictions_frame(back), n_boot=0)
+    assert e.summary["macro_f1"] == pytest.approx(0.5) and e.tools["n_with_calls"] == 0
+    save_predictions(tmp_path, "GaiaNet-like", recs)
+    save_predictions(tmp_path, "Expert", [dict(r, n_tool_calls=2, format_ok=True) for r in recs])
+    table = main_table_from(tmp_path, n_boot=10)
+    assert table.loc["GaiaNet-like", ("macro", "F1")] == table.loc["Expert", ("macro", "F1")] == 50.0
