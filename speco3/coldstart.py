@@ -186,6 +186,7 @@ def draft(samples, # Samples or benchmark rows (see `pick_samples`, `simulate_sa
           min_snr:float=MIN_SNR, # samples at or below this SNR are skipped
           style:str="spec-o3", # renderer style of every image (the SFT images should match evaluation's)
           max_tool_calls:int=MAX_TOOL_CALLS, # tool budget per trajectory
+          zoom:bool=True, # False: no-tool drafts (no tool in the prompt, the overview only), for the retrained no-tool ablation
           batch_size:int=8, # samples inspected together
           progress:bool=False # show a progress bar
          ) -> list:
@@ -212,9 +213,9 @@ def draft(samples, # Samples or benchmark rows (see `pick_samples`, `simulate_sa
     for i in tqdm(range(0, len(todo), batch_size), disable=not progress, desc=f"drafting ({policy.name})"):
         chunk = todo[i:i + batch_size]
         append_jsonl(jsonl, [{**t.to_record(out), **_provenance(s, policy, guided)}
-                             for s, t in zip(chunk, inspect_batch(chunk, policy, style=style, max_tool_calls=max_tool_calls))])
+                             for s, t in zip(chunk, inspect_batch(chunk, policy, style=style, max_tool_calls=max_tool_calls, zoom=zoom))])
     records = read_jsonl(jsonl, require=("sample_id",))
-    summary = {"drafter": policy.describe(), "guided": guided, "style": style, "min_snr": min_snr, "tasks": list(tasks),
+    summary = {"drafter": policy.describe(), "guided": guided, "style": style, "zoom": zoom, "min_snr": min_snr, "tasks": list(tasks),
                "n_records": len(records), "n_new": len(todo), "skipped": dict(skipped),
                "per_task": {t: dict(Counter(r["truth"] for r in records if r["task"] == t)) for t in tasks}}
     (out / "drafts.json").write_text(json.dumps(summary, indent=1))
