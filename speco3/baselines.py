@@ -12,6 +12,7 @@ from torch import nn
 import torch.nn.functional as F
 from .spectrum import Spectrum, SpectrumError
 from .io import read_spectrum
+from .tasks import row_get
 from .classify import FEATURE_RANGE, LogisticRegression
 
 # %% auto #0
@@ -272,7 +273,7 @@ def truths(rows # SpecVI-Bench rows (dicts with reward_model.ground_truth)
     "Bool array: which rows are positives."
     out = []
     for i, r in enumerate(rows):
-        t = (r.get("reward_model") or {}).get("ground_truth") if hasattr(r, "get") else None
+        t = row_get(r, "reward_model", "ground_truth")
         if t not in ("YES", "NO"): raise ValueError(f"row {i}: reward_model.ground_truth is {t!r}, not YES or NO")
         out.append(t == "YES")
     return np.array(out, bool)
