@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from .spectrum import Spectrum, SpectrumError
 from .io import read_spectrum
 from .tasks import row_get
+from .profiles import check_profile
 from .classify import FEATURE_RANGE, LogisticRegression
 
 # %% auto #0
@@ -525,7 +526,7 @@ def baselines_for(data, # the benchmark folder the specialists are trained on
                   device:str="cpu", # torch device
                   train=None): # the training function (default `train_baselines`; tests pass a small one)
     "`train_baselines` for this build, loaded from `folder/baselines.pt` when saved there with the same build, settings and code; `source` says which."
-    if profile not in SETTINGS: raise ValueError(f"unknown profile {profile!r}; choose one of {', '.join(SETTINGS)}")
+    check_profile(profile, SETTINGS, "baselines")
     path, key = Path(folder) / "baselines.pt", _build_key(data, profile, seed, SETTINGS[profile])
     if path.exists():
         try: saved = torch.load(path, map_location=device, weights_only=False)
