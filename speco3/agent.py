@@ -12,7 +12,7 @@ from .spectrum import Spectrum, SpectrumError
 from .io import read_spectrum, science_targets, atomic_write, read_jsonl, append_jsonl, run_lock
 from .tool import SpectralVisualizationTool, TOOL_NAME, MIN_POINTS
 from .prompts import build_messages, MAX_TOOL_CALLS, TASKS
-from .tasks import yes_no
+from .tasks import yes_no, row_get
 from .reward import parse, score, no_verdict_score, ALPHA
 from .policy import Episode, Policy
 
@@ -37,13 +37,6 @@ class Target:
     @property
     def sample_id(self): return f"{Path(self.path).name}#{self.targetid}"
 
-def _row_get(row, *keys):
-    v = row
-    for k in keys:
-        if v is None: return None
-        v = v.get(k) if isinstance(v, dict) else (v[k] if k in v else None)
-    return v
-
 def sample_id(x # a Sample, Target, Spectrum, table row (dict/Series) or path
              ) -> str:
     "The id of anything `as_sample` accepts, found without reading a file (so a resumed run skips finished ones cheaply)."
@@ -51,7 +44,7 @@ def sample_id(x # a Sample, Target, Spectrum, table row (dict/Series) or path
     if isinstance(x, (str, Path)): return Path(x).name
     if isinstance(x, Spectrum): return str(x.meta.get("id") or x.meta.get("source") or "spectrum")
     row = dict(x)   # SpecVI-Bench: extra_info.name; real-spectra table: its id column
-    return str(_row_get(row, "extra_info", "name") or row.get("id") or row.get("name") or f"row{_row_get(row, 'extra_info', 'index')}")
+    return str(row_get(row, "extra_info", "name") or row.get("id") or row.get("name") or f"row{row_get(row, 'extra_info', 'index')}")
 
 def _spectrum_of(x):
     "The spectrum of a Target, path, Spectrum or row."
@@ -67,7 +60,7 @@ def as_sample(x, # a Sample, Target, Spectrum, table row (SpecVI-Bench or real-s
     sid, spec = sample_id(x), _spectrum_of(x)
     if not isinstance(x, (Target, str, Path, Spectrum)):  # a table row may carry its task and truth
         task = task or dict(x).get("data_source")
-        truth = truth or _row_get(dict(x), "reward_model", "ground_truth")
+        truth = truth or row_get(dict(x), "reward_model", "ground_truth")
     if task not in TASKS: raise ValueError(f"{sid}: task {task!r} is unknown; choose one of {', '.join(TASKS)}")
     if truth is not None and (label := yes_no(truth)) is None: raise ValueError(f"{sid}: truth must be YES or NO, got {truth!r}")
     return Sample(sid, task, spec, None if truth is None else label)

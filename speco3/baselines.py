@@ -12,6 +12,8 @@ from torch import nn
 import torch.nn.functional as F
 from .spectrum import Spectrum, SpectrumError
 from .io import read_spectrum
+from .tasks import row_get
+from .profiles import check_profile
 from .classify import FEATURE_RANGE, LogisticRegression
 
 # %% auto #0
@@ -272,7 +274,7 @@ def truths(rows # SpecVI-Bench rows (dicts with reward_model.ground_truth)
     "Bool array: which rows are positives."
     out = []
     for i, r in enumerate(rows):
-        t = (r.get("reward_model") or {}).get("ground_truth") if hasattr(r, "get") else None
+        t = row_get(r, "reward_model", "ground_truth")
         if t not in ("YES", "NO"): raise ValueError(f"row {i}: reward_model.ground_truth is {t!r}, not YES or NO")
         out.append(t == "YES")
     return np.array(out, bool)
@@ -524,7 +526,7 @@ def baselines_for(data, # the benchmark folder the specialists are trained on
                   device:str="cpu", # torch device
                   train=None): # the training function (default `train_baselines`; tests pass a small one)
     "`train_baselines` for this build, loaded from `folder/baselines.pt` when saved there with the same build, settings and code; `source` says which."
-    if profile not in SETTINGS: raise ValueError(f"unknown profile {profile!r}; choose one of {', '.join(SETTINGS)}")
+    check_profile(profile, SETTINGS, "baselines")
     path, key = Path(folder) / "baselines.pt", _build_key(data, profile, seed, SETTINGS[profile])
     if path.exists():
         try: saved = torch.load(path, map_location=device, weights_only=False)

@@ -12,6 +12,7 @@ import numpy as np
 from .spectrum import Spectrum, SpectrumError
 from .io import to_specvi_row
 from .tasks import FILE_KEYS, file_key, task_key
+from .profiles import check_profile
 from .simulate import KINDS, TASKS, OOD_TASKS, simulate, kinds_for
 from .classify import LogisticRegression, binned_flux
 from .render import render, STYLES
@@ -61,7 +62,7 @@ def resolve_sizes(profile:str="cpu", # smoke, cpu, gpu or paper
                   sizes:dict|None=None # overrides of SIZES[profile] (same keys)
                  ) -> dict:
     "The checked sizes of a build: `SIZES[profile]` updated by `sizes`, train/test expanded to {task: rows}."
-    if profile not in SIZES: raise ValueError(f"unknown profile {profile!r}; choose one of {', '.join(SIZES)}")
+    check_profile(profile, SIZES, "benchmark")
     if sizes is not None and not isinstance(sizes, dict): raise ValueError(f"sizes must be a dict or None, got {type(sizes).__name__}")
     unknown = set(sizes or {}) - set(SIZE_DOCS)
     if unknown: raise ValueError(f"sizes: unknown key(s) {sorted(unknown)}; known: {', '.join(SIZE_DOCS)}")

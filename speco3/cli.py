@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse, json, sys
 from collections import Counter
 from pathlib import Path
-from .reproduce import PROFILES
+from .profiles import PROFILES
 
 # %% auto #0
 __all__ = ['USER_ERRORS', 'make_policy', 'main']

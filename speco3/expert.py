@@ -386,6 +386,7 @@ def _redshift_evidence(m, window):
     return Evidence(f"The catalogue redshift z = {fmt('z', m['z'])} ({m['z'] * C_KMS:.0f} km/s) is far beyond Galactic velocities, "
                     "so the lines belong to an extragalactic source.", window, ("z",), _margin(m["z"], _L["z_extragalactic"], _L["z_extragalactic"]))
 
+# %% ../nbs/08a_expert.ipynb #b772d3c6
 def _rules_cv(m):
     "G1: broad Balmer emission at z ≈ 0 with a flat decrement; reject narrow lines, extragalactic z and Be stars."
     W = lambda n: _win("cv", n)
@@ -441,6 +442,7 @@ def _rules_cv(m):
                                W(wname), (key + "_ew",)))
     return Decision("YES", "cv: broad Balmer emission", "broad Balmer emission with a flat decrement at z ≈ 0", ev)
 
+# %% ../nbs/08a_expert.ipynb #dfeb08ec
 def _rules_carbon(m):
     "G2: C2 Swan heads with the sharp edge on the red side at two or more of 5165/5636/4737, plus CN; reject TiO, DQ, SC."
     W = lambda n: _win("carbon", n)
@@ -479,6 +481,12 @@ def _rules_carbon(m):
         ev.append(Evidence(f"ZrO 5552 is present (depth {fmt('zro_5552', zro)}).", W("C2 Swan 5636"), ("zro_5552",), _margin(zro, _L["zro_sc"], 0.03)))
         return Decision("NO", "carbon: SC star", "weak C2 with ZrO and no CN is an SC star", ev)
     return Decision("NO", "carbon: no CN", "C2-like heads without the CN bands of a carbon giant", ev)
+
+# %% ../nbs/08a_expert.ipynb #f65117d4
+def _zro_pattern(m):
+    "ZrO 5552/5718 as deep as ZrO 6474 predicts (G3: the heads agree); TiO structure in real M giants deepens 6474 alone."
+    z1, z2 = m["zro_6474"], _fmean([m["zro_5552"], m["zro_5718"]])
+    return not _ok(z1, z2) or z2 >= _L["zro_agree"] * 0.75 * z1
 
 def _rules_gm(m):
     "G4: strong TiO with giant gravity (weak CaH, weak Na I, strong Ca II triplet); reject C2, ZrO and a hot companion."
@@ -534,11 +542,7 @@ def _rules_gm(m):
                        ("c2_4737", "zro")))
     return Decision("YES", "gm: TiO + giant gravity", "strong TiO with the weak CaH and strong Ca II of a giant", ev)
 
-def _zro_pattern(m):
-    "ZrO 5552/5718 as deep as ZrO 6474 predicts (G3: the heads agree); TiO structure in real M giants deepens 6474 alone."
-    z1, z2 = m["zro_6474"], _fmean([m["zro_5552"], m["zro_5718"]])
-    return not _ok(z1, z2) or z2 >= _L["zro_agree"] * 0.75 * z1
-
+# %% ../nbs/08a_expert.ipynb #05f3f3db
 def _rules_ss(m):
     "G3: the ZrO 6474 head, corroborated by 5552/5718; reject TiO-only (M/MS giants), C2-only (carbon) and dwarfs."
     W = lambda n: _win("ss", n)
@@ -557,6 +561,7 @@ def _rules_ss(m):
         return Decision("YES", "ss: ZrO heads", "the ZrO heads at 6474 and 5552/5718 are deeper than the TiO around them could make", ev)
     return Decision("NO", "ss: no ZrO", "there is no convincing ZrO head" + (" (TiO only: an M-type star)" if _ok(t) and t > 0.15 else ""), ev)
 
+# %% ../nbs/08a_expert.ipynb #996bd45a
 def _balmer_text(m):
     return (f"Hβ absorption: depth {fmt('hb_depth', m['hb_depth'])}, Gaussian FWHM {fmt('hb_width', m['hb_width'])} Å, "
             f"wing EW {fmt('hb_wing', m['hb_wing'])} Å (12–60 Å from the core)", ("hb_depth", "hb_width", "hb_wing"))
@@ -589,6 +594,7 @@ def _cool_continuum(m, limit):
     return Evidence(f"F3850/F4500 is {fmt('break4000', b)} times that of a blackbody with the same F6100/F4500: the 4000 Å break of a cool "
                     "star's metal-line blanketing.", _win("wd", "higher Balmer lines"), ("break4000",), _margin(b, limit, 0.1))
 
+# %% ../nbs/08a_expert.ipynb #d41c55a0
 def _rules_wd(m):
     "G5: very broad Balmer lines (DA), or broad He I (DB), He II (DO), Ca II (DZ), C2 (DQ) or no lines (DC) on a blue continuum."
     W = lambda n: _win("wd", n)
@@ -691,6 +697,7 @@ def _rules_ostar(m):
     if _broad(m): return Decision("NO", "ostar: broad Balmer", "the Balmer lines are too broad (hot subdwarf or white dwarf)", ev)
     return Decision("YES", "ostar: He II", "He II absorption with normal Balmer lines", ev)
 
+# %% ../nbs/08a_expert.ipynb #14c9a13f
 def _rules_bstar(m):
     "B star: He I absorption, no He II, moderate Balmer lines that are not white-dwarf broad."
     W = lambda n: _win("bstar", n)
@@ -708,6 +715,7 @@ def _rules_bstar(m):
     if _broad(m): return Decision("NO", "bstar: broad Balmer", "the lines are too broad (subdwarf or white dwarf)", ev)
     return Decision("YES", "bstar: He I", "He I without He II and normal Balmer lines", ev)
 
+# %% ../nbs/08a_expert.ipynb #f33e83f0
 def _rules_astar(m):
     "A star: deep Balmer lines that are not white-dwarf broad, weak Ca II K, no He I."
     W = lambda n: _win("astar", n)
@@ -736,6 +744,7 @@ def _rules_astar(m):
     if _has(m, "hei4471_abs", _L["hei_a"], 2): return Decision("NO", "astar: He I", "He I absorption makes it a B star", ev)
     return Decision("YES", "astar: Balmer maximum", "deep, normal-width Balmer lines with weak Ca II K and no He I", ev)
 
+# %% ../nbs/08a_expert.ipynb #52951b25
 _QSO = (("mgii", "Mg II 2798", "Mg II 2798"), ("civ", "C IV 1549", "C IV 1549"), ("ciii", "C III] 1909", "C III] 1909"),
         ("hb", "Hβ", "H-beta, [O III]"), ("ha", "Hα", "H-alpha"), ("lya", "Lyα", "Ly-alpha"))
 
@@ -767,6 +776,7 @@ def _rules_qso(m):
         return Decision("YES", "qso: one very broad line", f"{very[0]} is a very broad emission line at z = {fmt('z', m['z'])}", ev)
     return Decision("NO", "qso: too few broad lines", f"only {len(broad)} of {seen} covered quasar lines are broad emission", ev)
 
+# %% ../nbs/08a_expert.ipynb #e89e7dca
 _RULES = dict(cv=_rules_cv, carbon=_rules_carbon, gm=_rules_gm, ss=_rules_ss, wd=_rules_wd,
               ostar=_rules_ostar, bstar=_rules_bstar, astar=_rules_astar, qso=_rules_qso)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 from .spectrum import lamost_wavelength
-from .tasks import PAPER_TASKS, yes_no
+from .tasks import PAPER_TASKS, yes_no, row_get
 from .prompts import IMAGE_TOKEN, MAX_TOOL_CALLS, install_template, user_prompt
 from .tool import SpectralVisualizationTool, TOOL_NAME, TOOL_SCHEMA, MAX_LABEL
 from .render import FAST_SIZE
@@ -103,16 +103,10 @@ def demo_rows(n=4, # how many rows
     return rows
 
 # %% ../nbs/14_grpo.ipynb #d79eb34f
-def _get(row, *keys):
-    v = row
-    for k in keys:
-        v = v.get(k) if isinstance(v, dict) else None
-    return v
-
 def _overview(row, ck, style, where):
     "The overview plot of a row: its stored image when drawn in `style`, else the tool's full view in `style`."
     images = row.get("images")
-    if style == "spec-o3" and images is not None and len(images) and _get(images[0], "bytes"):
+    if style == "spec-o3" and images is not None and len(images) and row_get(images[0], "bytes"):
         import io
         return Image.open(io.BytesIO(images[0]["bytes"])).convert("RGB")
     r = SpectralVisualizationTool.from_create_kwargs(ck, style=style).execute()
@@ -122,9 +116,9 @@ def _overview(row, ck, style, where):
 def grpo_example(row, # a SpecVI-Bench row (dict)
                  style="spec-o3"): # renderer style of the run's plots
     "One TRL row: prompt messages (no tool schema: TRL adds it), the overview image, the tool's create_kwargs and the label."
-    name = _get(row, "extra_info", "name") or f"row {_get(row, 'extra_info', 'index')}"
-    ck = _get(row, "extra_info", "tools_kwargs", TOOL_NAME, "create_kwargs")
-    truth = _get(row, "reward_model", "ground_truth")
+    name = row_get(row, "extra_info", "name") or f"row {row_get(row, 'extra_info', 'index')}"
+    ck = row_get(row, "extra_info", "tools_kwargs", TOOL_NAME, "create_kwargs")
+    truth = row_get(row, "reward_model", "ground_truth")
     if ck is None or truth is None: raise ValueError(f"{name}: not a SpecVI-Bench row (needs extra_info.tools_kwargs.{TOOL_NAME}.create_kwargs and reward_model.ground_truth)")
     if yes_no(truth) is None: raise ValueError(f"{name}: reward_model.ground_truth is {truth!r}, not YES or NO")
     msgs = [dict(m) for m in row["prompt"]]

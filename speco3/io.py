@@ -13,7 +13,7 @@ import numpy as np
 from astropy.io import fits
 from astropy.io.fits.verify import VerifyError
 from .spectrum import Spectrum, SpectrumError
-from .tasks import yes_no
+from .tasks import yes_no, row_get
 
 _all_ = ["Spectrum", "SpectrumError"]
 
@@ -478,10 +478,6 @@ def _restore(saved: dict, meta: dict) -> dict:
     out["source"], out["layout"] = meta["source"], meta["layout"]
     return out
 
-def _get(row, key, default=None):
-    v = row.get(key, default) if hasattr(row, "get") else default
-    return default if v is None else v
-
 def _from_specvi(row, src) -> Spectrum:
     extra = row["extra_info"]
     if isinstance(extra, str): extra = json.loads(extra)
@@ -490,38 +486,38 @@ def _from_specvi(row, src) -> Spectrum:
         raise SpectrumError(f"{src}: SpecVI-Bench row lacks extra_info.tools_kwargs.spectral_visualization_tool.create_kwargs") from e
     for k in ("wavelength", "flux"):
         if ck.get(k) is None: raise SpectrumError(f"{src}: SpecVI-Bench row has no create_kwargs.{k}")
-    name = _text(extra.get("name")) or _text(_get(row, "name"))
-    survey = _text(_get(row, "survey"))
-    rm = _get(row, "reward_model", {})
-    meta = _base_meta(src, "specvi-row", id=name, object=name, survey=survey, subclass=_text(_get(row, "subclass")),
-                      snr=_snr_dict(survey, _get(row, "snr")), label=_text(_get(row, "label")),
-                      data_source=_text(_get(row, "data_source")),
+    name = _text(extra.get("name")) or _text(row_get(row, "name"))
+    survey = _text(row_get(row, "survey"))
+    rm = row_get(row, "reward_model", default={})
+    meta = _base_meta(src, "specvi-row", id=name, object=name, survey=survey, subclass=_text(row_get(row, "subclass")),
+                      snr=_snr_dict(survey, row_get(row, "snr")), label=_text(row_get(row, "label")),
+                      data_source=_text(row_get(row, "data_source")),
                       ground_truth=_text(rm.get("ground_truth")) if hasattr(rm, "get") else None,
                       index=None if extra.get("index") is None else int(extra["index"]))
     return _spectrum(ck["wavelength"], ck["flux"], None, None, ck.get("redshift", 0.0), meta, header=False)
 
 def _from_table(row, src) -> Spectrum:
-    rid, survey = _text(_get(row, "id")), _text(_get(row, "survey"))
-    cls, sub = None, _text(_get(row, "subclass"))
+    rid, survey = _text(row_get(row, "id")), _text(row_get(row, "survey"))
+    cls, sub = None, _text(row_get(row, "subclass"))
     if survey in ("LAMOST_LRS", "SDSS", "DESI") and sub:
         cls, _, sub = sub.partition("/")
         sub = sub or None
-    wm = _text(_get(row, "wave_medium")) or "vacuum"
-    ivar, mask = _get(row, "ivar"), _get(row, "mask")
-    meta = _base_meta(src, "real-spectra-row", id=rid, object=rid, survey=survey, label=_text(_get(row, "label")),
-                      **{"class": cls}, subclass=sub, snr=_snr_dict(survey, _get(row, "snr")),
+    wm = _text(row_get(row, "wave_medium")) or "vacuum"
+    ivar, mask = row_get(row, "ivar"), row_get(row, "mask")
+    meta = _base_meta(src, "real-spectra-row", id=rid, object=rid, survey=survey, label=_text(row_get(row, "label")),
+                      **{"class": cls}, subclass=sub, snr=_snr_dict(survey, row_get(row, "snr")),
                       medium="air" if "air" in wm.lower() else "vacuum", wave_medium=wm,
-                      flux_unit=_text(_get(row, "flux_unit")))
+                      flux_unit=_text(row_get(row, "flux_unit")))
     for k in ("source_repo", "source_path", "label_source", "object_group"):
-        if _text(_get(row, k)) is not None: meta[k] = _text(_get(row, k))
-    if _text(_get(row, "meta")): meta = _restore(json.loads(row["meta"]), meta)
+        if _text(row_get(row, k)) is not None: meta[k] = _text(row_get(row, k))
+    if _text(row_get(row, "meta")): meta = _restore(json.loads(row["meta"]), meta)
     return _spectrum(row["wavelength"], row["flux"], None if ivar is None or len(ivar) == 0 else ivar,
-                     None if mask is None or len(mask) == 0 else np.asarray(mask, bool), _get(row, "redshift"), meta, header=False)
+                     None if mask is None or len(mask) == 0 else np.asarray(mask, bool), row_get(row, "redshift"), meta, header=False)
 
 def _from_row(row, src, i=None) -> Spectrum:
     if i is not None: src = f"{src} row {i}"
-    if _get(row, "extra_info") is not None: return _from_specvi(row, src)
-    if _get(row, "wavelength") is not None and _get(row, "flux") is not None: return _from_table(row, src)
+    if row_get(row, "extra_info") is not None: return _from_specvi(row, src)
+    if row_get(row, "wavelength") is not None and row_get(row, "flux") is not None: return _from_table(row, src)
     keys = list(row.keys()) if hasattr(row, "keys") else []
     raise SpectrumError(f"{src}: not a spectrum row (need extra_info.tools_kwargs… for SpecVI-Bench or wavelength/flux "
                         f"columns; got {', '.join(map(str, keys[:12]))})")

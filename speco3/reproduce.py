@@ -9,20 +9,21 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 from .io import atomic_write
+from . import profiles
 
 # %% auto #0
-__all__ = ['PROFILES', 'check_profile', 'output_dirs', 'git_commit', 'environment', 'machine', 'write_run_record', 'work_parts',
-           'predictions_path', 'save_predictions', 'main_table_from', 'benchmark_dir', 'relative', 'vet_model',
-           'load_predictions', 'behaviour_table', 'folder_bytes', 'write_reproduce_summary', 'keep_notebook',
-           'scrub_paths']
+__all__ = ['PROFILES', 'check_profile', 'output_dirs', 'git_commit', 'environment', 'machine', 'write_run_record', 'save_figure',
+           'work_parts', 'predictions_path', 'save_predictions', 'main_table_from', 'benchmark_dir', 'relative',
+           'vet_model', 'load_predictions', 'behaviour_table', 'folder_bytes', 'write_reproduce_summary',
+           'keep_notebook', 'scrub_paths']
 
 # %% ../nbs/90_reproduce.ipynb #2e82fe7d
-PROFILES = ("smoke", "cpu", "gpu", "paper")
+PROFILES = profiles.PROFILES  # the names live in speco3.profiles, with every stage's settings (`profiles.table()`)
 
 def check_profile(profile:str # one of smoke, cpu, gpu, paper
                  ) -> str:
-    "Return `profile` if it is known, else raise a ValueError naming the choices."
-    if profile not in PROFILES: raise ValueError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
+    "Start a paper notebook's run: check `profile` (`speco3.profiles.check_profile`) and remember the commit the run starts from."
+    profiles.check_profile(profile)
     global _START_COMMIT
     _START_COMMIT = git_commit()  # every paper notebook calls this first: the code the run starts from
     return profile
@@ -95,6 +96,20 @@ def _history(path):
     except (OSError, ValueError): return []
     if not isinstance(old, dict): return []
     return old.get("history", []) + [{k: v for k, v in old.items() if k != "history"}]
+
+# %% ../nbs/90_reproduce.ipynb #9f875e64
+def save_figure(fig, # a matplotlib Figure
+                figures_dir, # the run's figures folder (`output_dirs`)
+                name:str, # file name without extension, e.g. "realism_indices"
+                dpi:float=150, # resolution of the PNG
+                before_pdf=None, # called between the two saves, e.g. to embed images in the PDF unresampled
+                **kw) -> list[str]: # further savefig arguments for both, e.g. bbox_inches="tight"
+    "Save `fig` as `name.png` and `name.pdf` in `figures_dir`; return their paths relative to the folder holding it."
+    d = Path(figures_dir)
+    fig.savefig(d / f"{name}.png", dpi=dpi, facecolor="white", **kw)
+    if before_pdf: before_pdf()
+    fig.savefig(d / f"{name}.pdf", facecolor="white", metadata={"CreationDate": None}, **kw)
+    return [f"{d.name}/{name}.png", f"{d.name}/{name}.pdf"]
 
 # %% ../nbs/90_reproduce.ipynb #1470b441
 def _sessions(d:Path):

@@ -8,6 +8,7 @@ import csv, json
 from dataclasses import asdict, fields, replace
 from pathlib import Path
 from .tiny import build_tiny
+from .profiles import check_profile
 
 try:
     from transformers.trainer_utils import get_last_checkpoint
@@ -32,9 +33,7 @@ def settle_profile(profile, # a key of `profiles`, or a profile
                    why="are set by the run itself", # the reason the error gives when one of `fixed` is overridden
                    kind="run") -> tuple: # named in the error for an unknown setting ("SFT", "GRPO")
     "(the profile with the overrides of its fields applied, the other overrides: arguments of `config`)."
-    if isinstance(profile, str):
-        if profile not in profiles: raise ValueError(f"profile {profile!r} is unknown; choose one of {', '.join(profiles)}")
-        profile = profiles[profile]
+    if isinstance(profile, str): profile = profiles[check_profile(profile, profiles, kind)]
     refused = sorted(k for k in overrides if k in fixed)
     if refused: raise ValueError(f"{refused} {why}")
     ours, theirs = {f.name for f in fields(profile)}, {f.name for f in fields(config)}

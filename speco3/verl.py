@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from .tool import TOOL_NAME, TOOL_SCHEMA
 from .tasks import PAPER_TASKS
+from .profiles import check_profile
 from .prompts import MAX_TOOL_CALLS, chat_template
 from .reward import ALPHA
 from .bench import file_stem, set_info
@@ -52,11 +53,7 @@ PROFILES = {
 def _profile(profile):
     "The VerlProfile called `profile` (or a VerlProfile itself), with an error that says where CPU runs go."
     if isinstance(profile, VerlProfile): return profile
-    if profile in PROFILES: return PROFILES[profile]
-    if profile in ("smoke", "cpu"):
-        raise ValueError(f"profile {profile!r}: verl needs GPUs (its rollout engines run on CUDA); "
-                         "on a CPU use the TRL path, speco3.grpo. verl profiles: " + ", ".join(PROFILES))
-    raise ValueError(f"unknown verl profile {profile!r}; choose one of {', '.join(PROFILES)}")
+    return PROFILES[check_profile(profile, PROFILES, "verl", "verl needs GPUs (its rollout engines run on CUDA); on a CPU use the TRL path, speco3.grpo")]
 
 # %% ../nbs/15_verl.ipynb #f86c0430
 IMAGE_TOKENS = 540         # budget per tool plot: the largest spec-o3 plot (full view, 792×472 px) costs 476; 540 leaves room
