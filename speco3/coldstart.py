@@ -643,11 +643,12 @@ def _assistant(turn, where):
     if calls and not text: raise ValueError(f"{where}: no reasoning text before the tool call")
     return {"role": "assistant", "content": [{"type": "text", "text": text}], **({"tool_calls": calls} if calls else {})}
 
-def sft_messages(record:dict # an accepted record (`accepted_records`)
+def sft_messages(record:dict, # an accepted record (`accepted_records`)
+                 zoom:bool=True # False: a no-tool draft (`draft(..., zoom=False)`): the no-tool system text, no tool schema
                 ) -> tuple:
     "(messages with {'type': 'image'} placeholders, image paths relative to the run folder), in order of appearance."
     sid = record["sample_id"]
-    msgs = [{"role": "system", "content": [{"type": "text", "text": system_text(tools=True)}]},
+    msgs = [{"role": "system", "content": [{"type": "text", "text": system_text(tools=True) if zoom else system_text(zoom=False)}]},
             {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": record["prompt"]}]}]
     images = [record["overview"]["path"]]
     for i, turn in enumerate(record["turns"]):
@@ -675,10 +676,12 @@ def export_sft(run_dir, # the reviewed draft run folder
     import datasets
     run_dir, out = Path(run_dir), Path(out)
     recs = accepted_records(run_dir, min_accept, max_reject)
+    made = run_dir / "drafts.json"
+    zoom = json.loads(made.read_text()).get("zoom", True) if made.exists() else True  # no-tool drafts export the no-tool prompt
     if not recs: raise ValueError(f"{run_dir}: no accepted trajectories to export; review the drafts first (import_review)")
     cols = {k: [] for k in ("messages", "images", "sample_id", "task", "truth", "object_id", "drafter")}
     for r in recs:
-        msgs, paths = sft_messages(r)
+        msgs, paths = sft_messages(r, zoom)
         cols["messages"].append(json.dumps(msgs, ensure_ascii=False))
         cols["images"].append([{"bytes": (run_dir / p).read_bytes(), "path": Path(p).name} for p in paths])
         for k in ("sample_id", "task", "truth", "object_id", "drafter"): cols[k].append(str(r.get(k) or ""))
