@@ -12,7 +12,7 @@ import numpy as np
 from PIL import Image
 from .spectrum import lamost_wavelength
 from .tasks import PAPER_TASKS, yes_no, row_get
-from .prompts import IMAGE_TOKEN, MAX_TOOL_CALLS, install_template, user_prompt
+from .prompts import IMAGE_TOKEN, MAX_TOOL_CALLS, install_template, user_prompt, system_text
 from .tool import SpectralVisualizationTool, TOOL_NAME, TOOL_SCHEMA, MAX_LABEL
 from .render import FAST_SIZE
 from .reward import score
@@ -114,7 +114,8 @@ def _overview(row, ck, style, where):
     return r.image
 
 def grpo_example(row, # a SpecVI-Bench row (dict)
-                 style="spec-o3"): # renderer style of the run's plots
+                 style="spec-o3", # renderer style of the run's plots
+                 zoom=True): # False: the no-tool variant's prompt (no zooming asked for; the run has no tool)
     "One TRL row: prompt messages (no tool schema: TRL adds it), the overview image, the tool's create_kwargs and the label."
     name = row_get(row, "extra_info", "name") or f"row {row_get(row, 'extra_info', 'index')}"
     ck = row_get(row, "extra_info", "tools_kwargs", TOOL_NAME, "create_kwargs")
@@ -129,6 +130,7 @@ def grpo_example(row, # a SpecVI-Bench row (dict)
     if user.count(IMAGE_TOKEN) != 1 or not user.startswith(IMAGE_TOKEN):
         raise ValueError(f"{name}: the question must start with one {IMAGE_TOKEN} placeholder for the overview plot")
     ck = {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in dict(ck).items() if v is not None}
+    if not zoom: msgs[0] = {"role": "system", "content": system_text(zoom=False)}
     return dict(prompt=[msgs[0], {"role": "user", "content": user[len(IMAGE_TOKEN):]}], images=[_overview(row, ck, style, name)],
                 create_kwargs=ck, ground_truth=yes_no(truth), task=row.get("data_source"), sample_id=name)
 
@@ -147,11 +149,13 @@ def grpo_dataset(data, # what `grpo_rows` reads, or a list of rows
                  split="train", # for a folder: the split
                  tasks=PAPER_TASKS, # tasks to keep
                  limit=None, # keep this many rows (a seeded shuffle first); None: all
-                 seed=0) -> Dataset: # shuffle seed for `limit`
+                 seed=0, # shuffle seed for `limit`
+                 zoom=True) -> Dataset: # False: the no-tool variant's prompts
+
     "A `datasets.Dataset` in TRL's GRPO layout: prompt, images, create_kwargs, ground_truth, task, sample_id."
     rows = grpo_rows(data, split, tasks)
     if limit is not None: rows = [rows[i] for i in np.random.default_rng(seed).permutation(len(rows))[:limit]]
-    return Dataset.from_list([grpo_example(r, style) for r in rows])
+    return Dataset.from_list([grpo_example(r, style, zoom) for r in rows])
 
 # %% ../nbs/14_grpo.ipynb #ee1f4ed4
 def _call_text(call):
@@ -384,7 +388,7 @@ def grpo_trainer(data, # a SpecVI-Bench folder/parquet/rows, or a Dataset made b
                  callbacks=None, # extra TrainerCallbacks
                  progress=True, # progress bar and printed logs
                  **overrides) -> GRPOTrainer: # profile fields or other GRPOConfig arguments
-    "A ready TRL `GRPOTrainer` with one `SpectralToolEnv` per rollout; its settings are in `trainer.speco3`."
+    "A ready TRL `GRPOTrainer` with one `SpectralToolEnv` per rollout (none with `max_tool_calls=0`); its settings are in `trainer.speco3`."
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     prof, extra = settle(profile, **overrides)
     if prof.bf16 and not torch.cuda.is_available():
@@ -399,7 +403,8 @@ def grpo_trainer(data, # a SpecVI-Bench folder/parquet/rows, or a Dataset made b
         model, processor = load_model(source, torch.bfloat16 if prof.bf16 else torch.float32, processor)
     install_template(processor)
     frozen = freeze_vision(model) if prof.freeze_vision else []
-    ds = data if isinstance(data, Dataset) else grpo_dataset(data, style=prof.style, seed=seed)
+    zoom = prof.max_tool_calls > 0  # max_tool_calls=0: the retrained no-tool variant (no tool in the prompt or the run)
+    ds = data if isinstance(data, Dataset) else grpo_dataset(data, style=prof.style, seed=seed, zoom=zoom)
     budget = completion_budget(processor, prof.max_tool_calls, prof.style, prof.reasoning_tokens, prof.answer_tokens)
     if prof.max_completion_length < budget["total"]:
         warnings.warn(f"max_completion_length {prof.max_completion_length} holds fewer than {prof.max_tool_calls} plots with "
@@ -411,7 +416,7 @@ def grpo_trainer(data, # a SpecVI-Bench folder/parquet/rows, or a Dataset made b
         warnings.filterwarnings("ignore", message=".*environment_factory.*experimental")
         trainer = _GRPOTrainer(model=model, reward_funcs=[reward], args=grpo_args(prof, out / "checkpoints", seed, progress=progress, **extra),
                                train_dataset=ds, processing_class=processor, callbacks=callbacks,
-                               environment_factory=partial(SpectralToolEnv, style=prof.style, max_calls=prof.max_tool_calls))
+                               environment_factory=partial(SpectralToolEnv, style=prof.style, max_calls=prof.max_tool_calls) if zoom else None)
     if not progress: trainer.remove_callback(PrinterCallback)
     trainer.speco3 = dict(name=prof.name, profile=asdict(prof), grpo_args=extra, seed=seed, init=str(init) if init else None,
                           model=source, n_examples=len(ds), frozen=frozen, budget=budget, reward=reward,

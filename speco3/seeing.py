@@ -9,6 +9,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
+from .profiles import check_profile
 from .expert import LIMITS, measurements, decide, covered_windows, ScriptedExpertPolicy
 from .prompts import TASKS, PAPER_TASKS
 from .tool import SpectralVisualizationTool, TOOL_NAME
@@ -475,7 +476,7 @@ def run_perception(run_dir, # folder of the stage: examples, base model, eyes, w
     "Eyes then words on simulated plots; returns the model folder, curves and caption scores on held-out plots."
     from speco3.coldstart import simulate_samples
     from speco3.tiny import build_tiny
-    if profile not in PERCEPTION: raise ValueError(f"no perception stage for profile {profile!r} (it has {', '.join(PERCEPTION)}); gpu and paper start from a real VLM")
+    check_profile(profile, PERCEPTION, "perception", "gpu and paper start from a real VLM")
     p, run = {**PERCEPTION[profile], **sizes}, Path(run_dir)
     made = lambda n: dict(n_per_task=n, zooms=p["zooms"], style=style, seed=seed)
     train = _examples(run / "train", made(p["n_per_task"]), lambda: perception_examples(simulate_samples(p["n_per_task"], seed=seed + 101), p["zooms"], style, seed))
