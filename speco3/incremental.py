@@ -31,9 +31,9 @@ def _pick(kept, n):
     return sorted(out, key=lambda r: order[r["sample_id"]])
 
 def _batch_sizes(records, kept, short, floor=0.1):
-    "Fresh spectra to draft per short label: what is missing over the pass rate seen so far (0.5 before any draft), with 25 % slack."
+    "Fresh spectra to draft per short label: what is missing over the pass rate seen so far (1 before any draft), with 25 % slack."
     drafted, passed = Counter(r["truth"] for r in records), Counter(r["truth"] for r in kept)
-    rate = lambda lab: passed[lab] / drafted[lab] if drafted[lab] else 0.5
+    rate = lambda lab: passed[lab] / drafted[lab] if drafted[lab] else 1.0
     return {lab: int(np.ceil(1.25 * k / max(rate(lab), floor))) + 1 for lab, k in short.items() if k > 0}
 
 def draft_task(task:str, # the new task's key, e.g. "qso"
@@ -110,10 +110,9 @@ def mix_replay(new, # the new task's conversations (`records_dataset`)
         if not Path(old).exists(): raise FileNotFoundError(f"{old}: no cold-start export here to replay (speco3.coldstart.export_sft writes one)")
         old = datasets.load_from_disk(str(old))
     n_old = 0 if old is None or share == 0 else min(len(old), int(round(len(new) * share / (1 - share))))
-    parts = [new.cast(_features())]
-    if n_old:
-        old = old.with_format(None).select_columns(list(_features())).cast(_features())
-        parts.append(old.shuffle(seed=seed).select(range(n_old)))
+    same = lambda d: d if d.features == _features() else d.cast(_features())  # export_sft's tables need no cast
+    parts = [same(new.with_format(None))]
+    if n_old: parts.append(same(old.with_format(None).select_columns(list(_features()))).shuffle(seed=seed).select(range(n_old)))
     mix = datasets.concatenate_datasets(parts).shuffle(seed=seed)
     counts = dict(new=len(new), replay=n_old, replay_available=0 if old is None else len(old), share_asked=share,
                   share=round(n_old / len(mix), 4))
