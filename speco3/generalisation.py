@@ -132,6 +132,7 @@ def vet_sets(policy, # a Policy; a function returning one (called only when some
              restart:bool=False # empty the run folders that are run (their answers came from another model)
             ) -> tuple[dict, dict]:
     "({set key: records}, {pair name: where its answers came from}) for every set of SETS whose pairs are all in `rows`."
+    if max_eval is not None and int(max_eval) < 1: raise ValueError(f"max_eval must be None (every row) or at least 1, got {max_eval}")
     out, source = {}, {}
     for key, (_, _, pairs) in SETS.items():
         if not all(p in rows for p in pairs): continue
@@ -166,7 +167,8 @@ def learned_stages(out_dir, # the paper notebooks' output folder (results/ and r
     def record(path, nb, what):
         if not path.exists():
             notes.append(f"{path.relative_to(out).as_posix()} is missing: run {nb} with this out_dir at profile {profile!r} for {what}"); return None
-        s = json.loads(path.read_text())
+        try: s = json.loads(path.read_text())
+        except ValueError as e: raise ValueError(f"{path}: not the JSON record {nb} writes ({e}); run {nb} again") from None
         if s.get("profile") != profile:
             notes.append(f"{path.relative_to(out).as_posix()} is from profile {s.get('profile')!r}, not {profile!r}: {what} left out"); return None
         return s
