@@ -11,7 +11,8 @@ from .tasks import PAPER_TASKS
 from .metrics import predictions_frame, evaluate, read_predictions
 
 # %% auto #0
-__all__ = ['SETS', 'TABLES', 'set_dir', 'score_sets', 'tables', 'missing', 'markdown']
+__all__ = ['SETS', 'TABLES', 'UNTRAINED_TINY', 'set_dir', 'score_sets', 'tables', 'missing', 'markdown', 'pair_name', 'vet_sets',
+           'learned_stages', 'slug', 'fingerprint', 'vet_learned']
 
 # %% ../nbs/11d_generalisation.ipynb #fe62abd9
 SETS = {  # set key -> (table, label, [(task, variant), ...])
@@ -102,3 +103,134 @@ def markdown(df:pd.DataFrame, # a table of `tables`
     head = [df.index.name or ""] + list(df.columns)
     body = [[str(k), *map(str, v)] for k, v in zip(df.index, df.values)]
     return "\n".join("| " + " | ".join(r) + " |" for r in [head, ["---"] * len(head), *body]) + "\n" + (f"\n{note}\n" if note else "")
+
+# %% ../nbs/11d_generalisation.ipynb #89fec41e
+import json, hashlib, re
+from .agent import run, read_trajectories, sample_id
+from .policy import Policy
+
+def pair_name(task:str, # a task key
+              variant:str|None # a benchmark variant; None: the main (LAMOST-like) split
+             ) -> str:
+    "The run folder name of a (task, variant) pair, e.g. 'cv-sdss', 'qso-lamost'."
+    return f"{task}-{variant or 'lamost'}"
+
+def _covered(files, task, ids):
+    "(the saved answers to exactly `ids` of `task`, the file) from the first file holding them all; (None, None) otherwise."
+    want = set(ids)
+    for f in files:
+        recs = {r["sample_id"]: r for r in read_predictions(f) if r["task"] == task and r["sample_id"] in want}
+        if set(recs) == want: return [recs[i] for i in ids], Path(f)
+    return None, None
+
+def vet_sets(policy, # a Policy; a function returning one (called only when some rows are left to run); None: saved answers only
+             rows:dict, # {(task, variant): benchmark rows}; a set with a pair not in `rows` is skipped
+             run_root, # one resumable run folder per pair: run_root/<task>-<variant or lamost>
+             style:str, # the plot style the policy sees
+             max_eval:int|None=None, # the first rows of each pair; None: every row
+             saved:list=(), # predictions files whose answers are taken for a pair when they cover exactly its rows
+             restart:bool=False # empty the run folders that are run (their answers came from another model)
+            ) -> tuple[dict, dict]:
+    "({set key: records}, {pair name: where its answers came from}) for every set of SETS whose pairs are all in `rows`."
+    if max_eval is not None and int(max_eval) < 1: raise ValueError(f"max_eval must be None (every row) or at least 1, got {max_eval}")
+    out, source = {}, {}
+    for key, (_, _, pairs) in SETS.items():
+        if not all(p in rows for p in pairs): continue
+        recs = []
+        for t, v in pairs:
+            todo, name = list(rows[(t, v)])[:max_eval], pair_name(t, v)
+            ids = [sample_id(r) for r in todo]
+            got, f = _covered(saved, t, ids)
+            if got is not None: recs += got; source[name] = f"reused from {f.name}"; continue
+            if policy is None: source[name] = "no answers (no model, and none saved for these rows)"; break
+            if not isinstance(policy, Policy): policy = policy()
+            s = run(todo, policy, Path(run_root) / name, progress=False, style=style, restart=restart)
+            last = {r["sample_id"]: r for r in read_trajectories(Path(run_root) / name)}  # a retried sample's last record
+            recs += [last[i] for i in ids]
+            source[name] = f"{s['n_run']} run, {s['n_resumed']} resumed"
+        else: out[key] = recs
+    return out, source
+
+# %% ../nbs/11d_generalisation.ipynb #82594b24
+UNTRAINED_TINY = "Tiny Qwen2.5-VL, untrained"  # 02_main_results' row: the random tiny model in runs/main-<profile>/tiny-base, 64 tokens a turn
+
+def _policy_files(folder, name):
+    "The predictions files in `folder` holding `name`'s answers."
+    return [f for f in sorted(Path(folder).glob("predictions_*.csv")) if read_predictions(f)[0].get("policy") == name]
+
+def learned_stages(out_dir, # the paper notebooks' output folder (results/ and runs/ under it)
+                   profile:str # the profile they ran at
+                  ) -> tuple[list, list]:
+    "(stages, notes): each learned stage 02_main_results, 04_sft and 05_grpo left — name, model, style, max_new_tokens, saved, made_by — and a line for each record that is missing or unusable."
+    out = Path(out_dir); res = out / "results"
+    stages, notes = [], []
+    def record(path, nb, what):
+        if not path.exists():
+            notes.append(f"{path.relative_to(out).as_posix()} is missing: run {nb} with this out_dir at profile {profile!r} for {what}"); return None
+        try: s = json.loads(path.read_text())
+        except ValueError as e: raise ValueError(f"{path}: not the JSON record {nb} writes ({e}); run {nb} again") from None
+        if s.get("profile") != profile:
+            notes.append(f"{path.relative_to(out).as_posix()} is from profile {s.get('profile')!r}, not {profile!r}: {what} left out"); return None
+        return s
+    def add(name, model, style, tokens, made_by):
+        if any(s["name"] == name for s in stages): return
+        if isinstance(model, str):
+            if (out / model).exists(): model = out / model                         # recorded relative to out_dir
+            elif Path(model).exists(): model = Path(model)                          # a folder the user gave
+            elif not re.fullmatch(r"[\w.-]+/[\w.-]+", model): model = out / model   # a folder that is gone (a hub id is 'org/name')
+        if isinstance(model, Path) and not (model / "config.json").exists():
+            notes.append(f"{name}: no model in {model.relative_to(out).as_posix() if model.is_relative_to(out) else model.name}, "
+                         "so only its saved main-split answers enter"); model = None
+        saved = [f for d in ("main", "sft", "grpo") for f in _policy_files(res / d, name)]
+        stages.append(dict(name=name, model=model, style=style, max_new_tokens=int(tokens), saved=saved, made_by=made_by))
+    tiny = out / "runs" / f"main-{profile}" / "tiny-base"
+    if main := record(res / "main" / "run.json", "02_main_results.ipynb", "the untrained tiny model"):
+        add(UNTRAINED_TINY, tiny, main["params"]["style"], 64, "02_main_results")
+    sft = record(res / "sft" / "summary.json", "04_sft.ipynb", "the base and SFT models")
+    grpo = record(res / "grpo" / "summary.json", "05_grpo.ipynb", "the SFT+GRPO model")
+    if sft:
+        ev, trained = sft["evaluation"], sft["training"]
+        base = sft.get("base_model")
+        add(next(k for k in ev["comparison"] if k not in trained), tiny if base is None else base, sft["style"],
+            64 if base is None else ev["max_new_tokens"], "04_sft")   # 04_sft vets the random tiny model as 02 does
+        name = grpo["init_row"] if grpo and grpo.get("init_row") in trained else max(trained, key=lambda k: trained[k]["n_examples"])
+        add(name, trained[name]["model_dir"], sft["style"], ev["max_new_tokens"], "04_sft")
+    if grpo: add(f"{grpo['init_row']} + GRPO", grpo["training"]["model_dir"], grpo["style"], grpo["evaluation"]["max_new_tokens"], "05_grpo")
+    return stages, notes
+
+# %% ../nbs/11d_generalisation.ipynb #24233535
+def slug(name:str # a policy's row name
+        ) -> str:
+    "The file-name form of a row name, as in its predictions file: 'Tiny Qwen2.5-VL + SFT' -> 'tiny-qwen2-5-vl-sft'."
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+def fingerprint(model # a model folder (Path) or a hub id (str)
+               ) -> str:
+    "sha256 of a model folder's weight files; a hub id stands for itself."
+    if not isinstance(model, Path): return str(model)
+    h = hashlib.sha256()
+    for f in sorted(model.glob("*.safetensors")) + sorted(model.glob("*.bin")):
+        h.update(f.name.encode())
+        with open(f, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""): h.update(chunk)
+    return h.hexdigest()
+
+def vet_learned(stage:dict, # one of `learned_stages`
+                rows:dict, # {(task, variant): benchmark rows}
+                run_root, # the stage vets into run_root/<slug of its name>/<task>-<variant>
+                max_eval:int|None=None, # the first rows of each pair; None: every row
+                seed:int=0, # sampling seed (greedy decoding does not use it)
+                device=None # torch device; None: cuda when there, else cpu
+               ) -> tuple[dict, dict]:
+    "`vet_sets` for a learned stage: its model with its recorded style and tokens per turn, its saved answers reused; a new model empties its folders."
+    root = Path(run_root) / slug(stage["name"])
+    if stage["model"] is None: return vet_sets(None, rows, root, stage["style"], max_eval, stage["saved"])
+    stamp, fp = root / "model.json", fingerprint(stage["model"])
+    restart = stamp.exists() and json.loads(stamp.read_text())["fingerprint"] != fp
+    def policy():
+        from speco3.hf import HFPolicy
+        return HFPolicy(str(stage["model"]), max_new_tokens=stage["max_new_tokens"], seed=seed, device=device)
+    got = vet_sets(policy, rows, root, stage["style"], max_eval, stage["saved"], restart=restart)
+    root.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(json.dumps(dict(name=stage["name"], fingerprint=fp)))   # after the runs: a killed run restarts again
+    return got
