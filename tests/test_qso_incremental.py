@@ -1,4 +1,4 @@
-"""The QSO incremental-SFT paper notebook (nbs/paper/12_qso_incremental.ipynb) without what 04_sft leaves: a one-line
+"""The QSO incremental-SFT paper notebook (nbs/paper/10b_qso_incremental.ipynb) without what 04_sft leaves: a one-line
 error that names 04_sft, raised before anything is drafted or trained."""
 import json
 from pathlib import Path
@@ -8,7 +8,7 @@ import pytest
 PAPER = Path(__file__).resolve().parent.parent / "nbs" / "paper"
 
 def run(out):
-    pm.execute_notebook(str(PAPER / "12_qso_incremental.ipynb"), str(out / "12.ipynb"), parameters=dict(profile="smoke", out_dir=str(out)),
+    pm.execute_notebook(str(PAPER / "10b_qso_incremental.ipynb"), str(out / "12.ipynb"), parameters=dict(profile="smoke", out_dir=str(out)),
                         kernel_name="python3", cwd=str(PAPER), progress_bar=False, log_output=False)
 
 def test_needs_04_sft(tmp_path):
