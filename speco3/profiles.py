@@ -15,7 +15,7 @@ ABOUT = {  # profile -> where it runs and what it is for (design notes §4)
     "paper": "8×H100-class or a verl cluster: Qwen2.5-VL-3B/7B at the paper's settings"}
 
 # %% auto #0
-__all__ = ['PROFILES', 'ABOUT', 'STAGES', 'check_profile', 'stage_settings', 'table']
+__all__ = ['PROFILES', 'ABOUT', 'COLD_START', 'EVALUATION', 'STAGES', 'check_profile', 'stage_settings', 'setting', 'table']
 
 # %% ../nbs/00b_profiles.ipynb #92453b4e
 def check_profile(profile:str, # the profile asked for
@@ -30,13 +30,22 @@ def check_profile(profile:str, # the profile asked for
     raise ValueError(f"unknown profile {profile!r}; choose one of {', '.join(have)}")
 
 # %% ../nbs/00b_profiles.ipynb #20bf4c95
+COLD_START = {  # profile -> expert drafts per task (about 1k accepted over five tasks at cpu) and QSO drafts per arm
+    "smoke": dict(n_per_task=4, n_qso=4), "cpu": dict(n_per_task=260, n_qso=40),
+    "gpu": dict(n_per_task=260, n_qso=100), "paper": dict(n_per_task=260, n_qso=100)}
+EVALUATION = {  # profile -> how the paper notebooks vet a model: test rows per task (None: all), tokens per assistant turn
+    "smoke": dict(max_eval=2, max_new_tokens=64), "cpu": dict(max_eval=None, max_new_tokens=320),
+    "gpu": dict(max_eval=None, max_new_tokens=320), "paper": dict(max_eval=None, max_new_tokens=320)}
+
 STAGES = {  # stage -> where its settings per profile live
     "benchmark": "speco3.bench:SIZES",           # rows per task and set of the SpecVI-Sim build
     "realism": "speco3.realism:SIM_PER_CLASS",   # simulated spectra per class compared with the real ones
     "baselines": "speco3.baselines:SETTINGS",    # the specialist models' training sizes
+    "cold start": "speco3.profiles:COLD_START",  # how many expert drafts
     "perception": "speco3.seeing:PERCEPTION",    # the miniature's eyes and words (gpu and paper start from a real VLM)
     "sft": "speco3.sft:PROFILES",                # supervised fine-tuning (SFTProfile)
     "grpo": "speco3.grpo:PROFILES",              # GRPO with the tool, TRL (GRPOProfile)
+    "evaluation": "speco3.profiles:EVALUATION",  # how a learned model is vetted
     "verl": "speco3.verl:PROFILES"}              # the verl run directory for GPU clusters (VerlProfile)
 
 def stage_settings(stage:str # a key of STAGES
@@ -47,6 +56,15 @@ def stage_settings(stage:str # a key of STAGES
     settings = getattr(importlib.import_module(module), name)
     as_dict = lambda s: asdict(s) if is_dataclass(s) else s if isinstance(s, dict) else {name.lower(): s}  # a bare number: the table's name says what it is
     return {p: {k: v for k, v in as_dict(s).items() if k != "name"} for p, s in settings.items()}
+
+def setting(stage:str, # a key of STAGES
+            profile:str, # a profile the stage runs at
+            key:str): # one of its settings
+    "One setting of one stage at one profile, e.g. `setting('grpo', 'cpu', 'style')`; a one-line error names what is missing."
+    per = stage_settings(stage)
+    check_profile(profile, per, stage)
+    if key not in per[profile]: raise ValueError(f"{stage} has no setting {key!r} (it has {', '.join(per[profile])})")
+    return per[profile][key]
 
 def table(stages=None # stage names (keys of STAGES); None: all
          ):
