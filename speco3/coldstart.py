@@ -20,12 +20,12 @@ from .tool import TOOL_NAME
 
 # %% auto #0
 __all__ = ['MIN_SNR', 'DRAFT_INSTRUCTION', 'MAX_CHARS', 'MAX_TURNS', 'WAVELENGTH_TOL', 'FILTERS', 'MIN_ACCEPT', 'MAX_REJECT',
-           'VOTES', 'STATES', 'SHEET_COLUMNS', 'SIMULATED_REVIEWERS', 'SHAREGPT_DEFAULTS', 'snr_of', 'array_sha256',
-           'simulate_samples', 'pick_samples', 'example_text', 'GuidedDrafter', 'draft', 'reasoning',
+           'VOTES', 'STATES', 'SHEET_COLUMNS', 'SIMULATED_REVIEWERS', 'PROVENANCE', 'SHAREGPT_DEFAULTS', 'snr_of',
+           'array_sha256', 'simulate_samples', 'pick_samples', 'example_text', 'GuidedDrafter', 'draft', 'reasoning',
            'cited_wavelengths', 'heldout_keys', 'check_draft', 'qc', 'ReviewError', 'replay', 'review_status',
-           'accepted_records', 'export_review', 'import_review', 'simulate_review', 'sft_messages', 'export_sft',
-           'load_sft_dataset', 'export_sharegpt', 'is_sharegpt', 'sharegpt_spec', 'sharegpt_messages',
-           'sharegpt_dataset']
+           'accepted_records', 'export_review', 'import_review', 'simulate_review', 'sft_messages', 'sft_features',
+           'sft_table', 'export_sft', 'load_sft_dataset', 'export_sharegpt', 'is_sharegpt', 'sharegpt_spec',
+           'sharegpt_messages', 'sharegpt_dataset']
 
 # %% ../nbs/12_coldstart.ipynb #e51099b1
 MIN_SNR = 10.0  # drafts only from spectra above this SNR (g band where the survey gives one)
@@ -667,28 +667,41 @@ def _quiet_datasets():
     dlog.disable_progress_bar()
     return (lambda: dlog.enable_progress_bar()) if was else (lambda: None)
 
+PROVENANCE = ("sample_id", "task", "truth", "object_id", "drafter")  # the provenance columns of an SFT table
+
+def sft_features():
+    "The columns of an SFT table (`sft_table`, `export_sft`): messages as JSON, the images, the provenance."
+    import datasets
+    return datasets.Features({"messages": datasets.Value("string"), "images": datasets.List(datasets.Image()),
+                              **{k: datasets.Value("string") for k in PROVENANCE}})
+
+def sft_table(records, # accepted (or QC-kept) draft records
+              run_dir, # the draft run folder their image paths are relative to
+              zoom:bool=True): # False: no-tool drafts (the no-tool prompt)
+    "The records as a `datasets.Dataset`: messages (JSON), images, provenance."
+    import datasets
+    cols = {"messages": [], "images": [], **{k: [] for k in PROVENANCE}}
+    for r in records:
+        msgs, paths = sft_messages(r, zoom)
+        cols["messages"].append(json.dumps(msgs, ensure_ascii=False))
+        cols["images"].append([{"bytes": (Path(run_dir) / p).read_bytes(), "path": Path(p).name} for p in paths])
+        for k in PROVENANCE: cols[k].append(str(r.get(k) or ""))
+    return datasets.Dataset.from_dict(cols, features=sft_features())
+
 def export_sft(run_dir, # the reviewed draft run folder
                out, # a folder (datasets save_to_disk) or a file ending in .parquet
                min_accept:int=MIN_ACCEPT, # acceptance rule (see the review section)
                max_reject:int=MAX_REJECT # acceptance rule
               ) -> Path:
     "Write the accepted trajectories as a TRL-ready `datasets.Dataset` (messages JSON + images + provenance)."
-    import datasets
     run_dir, out = Path(run_dir), Path(out)
     recs = accepted_records(run_dir, min_accept, max_reject)
+    if not recs: raise ValueError(f"{run_dir}: no accepted trajectories to export; review the drafts first (import_review)")
     made = run_dir / "drafts.json"
     zoom = json.loads(made.read_text()).get("zoom", True) if made.exists() else True  # no-tool drafts export the no-tool prompt
-    if not recs: raise ValueError(f"{run_dir}: no accepted trajectories to export; review the drafts first (import_review)")
-    cols = {k: [] for k in ("messages", "images", "sample_id", "task", "truth", "object_id", "drafter")}
-    for r in recs:
-        msgs, paths = sft_messages(r, zoom)
-        cols["messages"].append(json.dumps(msgs, ensure_ascii=False))
-        cols["images"].append([{"bytes": (run_dir / p).read_bytes(), "path": Path(p).name} for p in paths])
-        for k in ("sample_id", "task", "truth", "object_id", "drafter"): cols[k].append(str(r.get(k) or ""))
-    feats = datasets.Features({**{k: datasets.Value("string") for k in cols}, "images": datasets.List(datasets.Image())})
     restore = _quiet_datasets()
     try:
-        ds = datasets.Dataset.from_dict(cols, features=feats)
+        ds = sft_table(recs, run_dir, zoom)
         if out.suffix == ".parquet":
             out.parent.mkdir(parents=True, exist_ok=True)
             ds.to_parquet(str(out))

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from .tasks import PAPER_TASKS
-from .metrics import predictions_frame, evaluate, read_predictions
+from .metrics import predictions_frame, evaluate, read_predictions, slug, markdown_table
 
 # %% auto #0
 __all__ = ['SETS', 'TABLES', 'UNTRAINED_TINY', 'set_dir', 'score_sets', 'tables', 'missing', 'markdown', 'pair_name', 'vet_sets',
-           'learned_stages', 'slug', 'fingerprint', 'vet_learned']
+           'learned_stages', 'fingerprint', 'vet_learned']
 
 # %% ../nbs/11d_generalisation.ipynb #fe62abd9
 SETS = {  # set key -> (table, label, [(task, variant), ...])
@@ -100,9 +100,8 @@ def markdown(df:pd.DataFrame, # a table of `tables`
              note:str="" # a line under the table
             ) -> str:
     "The table as markdown."
-    head = [df.index.name or ""] + list(df.columns)
-    body = [[str(k), *map(str, v)] for k, v in zip(df.index, df.values)]
-    return "\n".join("| " + " | ".join(r) + " |" for r in [head, ["---"] * len(head), *body]) + "\n" + (f"\n{note}\n" if note else "")
+    body = [[k, *v] for k, v in zip(df.index, df.values)]
+    return markdown_table([df.index.name or ""] + list(df.columns), body) + "\n" + (f"\n{note}\n" if note else "")
 
 # %% ../nbs/11d_generalisation.ipynb #89fec41e
 import json, hashlib, re
@@ -199,11 +198,6 @@ def learned_stages(out_dir, # the paper notebooks' output folder (results/ and r
     return stages, notes
 
 # %% ../nbs/11d_generalisation.ipynb #24233535
-def slug(name:str # a policy's row name
-        ) -> str:
-    "The file-name form of a row name, as in its predictions file: 'Tiny Qwen2.5-VL + SFT' -> 'tiny-qwen2-5-vl-sft'."
-    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
-
 def fingerprint(model # a model folder (Path) or a hub id (str)
                ) -> str:
     "sha256 of a model folder's weight files; a hub id stands for itself."

@@ -9,14 +9,14 @@ from collections import Counter
 from pathlib import Path
 import numpy as np
 import pandas as pd
-from .coldstart import simulate_samples, draft, qc, sft_messages
+from .coldstart import simulate_samples, draft, qc, sft_table, sft_features
 from .io import read_jsonl
 from .metrics import predictions_frame, evaluate, paired_difference
 from .prompts import TASKS
 from .seeing import SeeingExpert
 
 # %% auto #0
-__all__ = ['PROVENANCE', 'draft_task', 'records_dataset', 'mix_replay', 'before_after']
+__all__ = ['draft_task', 'records_dataset', 'mix_replay', 'before_after']
 
 # %% ../nbs/13b_incremental.ipynb #1e605682
 def _quota(n): return {"YES": (n + 1) // 2, "NO": n // 2}
@@ -74,28 +74,14 @@ def draft_task(task:str, # the new task's key, e.g. "qso"
     return dict(records=_pick(kept, n), report=report, drafted=len(records), passed=len(kept), rounds=rounds)
 
 # %% ../nbs/13b_incremental.ipynb #cee57967
-PROVENANCE = ("sample_id", "task", "truth", "object_id", "drafter")  # the provenance columns of coldstart.export_sft
-
-def _features():
-    import datasets
-    return datasets.Features({"messages": datasets.Value("string"), "images": datasets.List(datasets.Image()),
-                              **{k: datasets.Value("string") for k in PROVENANCE}})
-
 def records_dataset(records, # draft records (e.g. `draft_task(...)["records"]`), each checked by `speco3.coldstart.qc`
                     run_dir # the draft run folder their image paths are relative to
                    ):
     "The drafts as a `datasets.Dataset` in `speco3.coldstart.export_sft`'s layout: messages (JSON), images, provenance."
-    import datasets
     if not records: raise ValueError("no records to turn into SFT conversations")
     failed = [r for r in records if r.get("qc")]
     if failed: raise ValueError(f"{failed[0]['sample_id']}: failed QC ({', '.join(failed[0]['qc'])}); pass only the records qc kept")
-    cols = {"messages": [], "images": [], **{k: [] for k in PROVENANCE}}
-    for r in records:
-        msgs, paths = sft_messages(r)
-        cols["messages"].append(json.dumps(msgs, ensure_ascii=False))
-        cols["images"].append([{"bytes": (Path(run_dir) / p).read_bytes(), "path": Path(p).name} for p in paths])
-        for k in PROVENANCE: cols[k].append(str(r.get(k) or ""))
-    return datasets.Dataset.from_dict(cols, features=_features())
+    return sft_table(records, run_dir)
 
 # %% ../nbs/13b_incremental.ipynb #398f66c7
 def mix_replay(new, # the new task's conversations (`records_dataset`)
@@ -110,9 +96,9 @@ def mix_replay(new, # the new task's conversations (`records_dataset`)
         if not Path(old).exists(): raise FileNotFoundError(f"{old}: no cold-start export here to replay (speco3.coldstart.export_sft writes one)")
         old = datasets.load_from_disk(str(old))
     n_old = 0 if old is None or share == 0 else min(len(old), int(round(len(new) * share / (1 - share))))
-    same = lambda d: d if d.features == _features() else d.cast(_features())  # export_sft's tables need no cast
+    same = lambda d: d if d.features == sft_features() else d.cast(sft_features())  # export_sft's tables need no cast
     parts = [same(new.with_format(None))]
-    if n_old: parts.append(same(old.with_format(None).select_columns(list(_features()))).shuffle(seed=seed).select(range(n_old)))
+    if n_old: parts.append(same(old.with_format(None).select_columns(list(sft_features()))).shuffle(seed=seed).select(range(n_old)))
     mix = datasets.concatenate_datasets(parts).shuffle(seed=seed)
     counts = dict(new=len(new), replay=n_old, replay_available=0 if old is None else len(old), share_asked=share,
                   share=round(n_old / len(mix), 4))

@@ -5,10 +5,11 @@
 # %% auto #0
 __all__ = ['REQUIRED', 'FIELDS', 'PREDICTION_COLUMNS', 'tool_fields', 'predictions_frame', 'confusion', 'Evaluation', 'evaluate',
            'paired_difference', 'visited', 'tool_stats', 'calibration_table', 'ece', 'risk_coverage', 'aurc',
-           'main_table', 'write_predictions', 'read_predictions', 'balanced_accuracy', 'probe_accuracy']
+           'main_table', 'write_predictions', 'read_predictions', 'slug', 'markdown_table', 'balanced_accuracy',
+           'probe_accuracy']
 
 # %% ../nbs/11_metrics.ipynb #64034318
-import json, zlib
+import json, re, zlib
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
@@ -565,6 +566,18 @@ def read_predictions(path # a predictions file written by `write_predictions`
         except ValueError: raise ValueError(f"{path}, row {i + 2}: windows {w!r} is not the JSON list write_predictions writes") from None
     if not recs: raise ValueError(f"{path}: no rows (a predictions file holds one row per vetted sample)")
     return recs
+
+# %% ../nbs/11_metrics.ipynb #slugcd
+def slug(name:str # a policy's row name
+        ) -> str:
+    "The file-name form of a row name, as in its predictions file: 'Tiny Qwen2.5-VL + SFT' -> 'tiny-qwen2-5-vl-sft'."
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+def markdown_table(head, # column names
+                   rows # rows of cells (each turned into text with str)
+                  ) -> str:
+    "A markdown table (no trailing newline)."
+    return "\n".join("| " + " | ".join(map(str, r)) + " |" for r in [head, ["---"] * len(head), *rows])
 
 # %% ../nbs/11_metrics.ipynb #40edca59
 def balanced_accuracy(pred, # predicted labels (a missing prediction, None, counts as wrong)

@@ -154,14 +154,14 @@ def work_parts(run_dir, # a training run, a vetting run, or another folder of re
     return [{"what": what, **s, "this_run": bool(s["finished_utc"] and s["finished_utc"] >= start)} for s in stamps]
 
 # %% ../nbs/90_reproduce.ipynb #23cd08a6
-import re as _re
+from .metrics import slug, markdown_table
 from .tasks import PAPER_TASKS
 
 def predictions_path(results_dir, # e.g. out_dir/results/main
                      policy:str # the row name in the table
                     ) -> Path:
     "Where `save_predictions` writes the predictions of `policy`: `results_dir/predictions_<slug>.csv`."
-    return Path(results_dir) / f"predictions_{_re.sub(r'[^a-z0-9]+', '-', policy.lower()).strip('-')}.csv"
+    return Path(results_dir) / f"predictions_{slug(policy)}.csv"
 
 def save_predictions(results_dir, # e.g. out_dir/results/main
                      policy:str, # the row name in the table, e.g. "Scripted expert"
@@ -187,7 +187,7 @@ def main_table_from(results_dir, # folder holding predictions_*.csv
     atomic_write(Path(results_dir) / "main_table.csv", table.to_csv())
     head = ["policy"] + [f"{t} {m}" for t, m in table.columns]
     rows = [[name] + [f"{v:.1f}" for v in vals] for name, vals in zip(table.index, table.values)]
-    md = "\n".join("| " + " | ".join(r) + " |" for r in [head, ["---"] * len(head)] + rows)
+    md = markdown_table(head, rows)
     note = ("Acc and F1 (per task and macro) count only an exact `\\boxed{YES}`/`\\boxed{NO}` answer, as the paper does; "
             "*macro lenient* reads answers leniently (speco3.reward.parse).")
     atomic_write(Path(results_dir) / "main_table.md", md + "\n\n" + note + "\n")

@@ -11,7 +11,7 @@ import pandas as pd
 from .policy import Policy
 from .remote import OpenAIPolicy, ENV_BASE_URL, ENV_MODEL, ENV_API_KEY
 from .agent import Sample, run, read_trajectories
-from .metrics import predictions_frame, evaluate, read_predictions
+from .metrics import predictions_frame, evaluate, read_predictions, markdown_table
 from .tasks import PAPER_TASKS
 
 # %% auto #0
@@ -133,4 +133,4 @@ def table_markdown(table:pd.DataFrame # `vlm_table`
     num = lambda v, d=1: "–" if v != v else f"{v:.{d}f}"
     body = [[k, str(int(r.n)), str(int(r.failed)), iv(r, "macro_acc"), iv(r, "macro_f1"), *[num(r[c]) for c in f1s],
              num(r.answered), num(r.format_ok), num(r.tool_use), num(r.calls_mean, 2)] for k, r in table.iterrows()]
-    return "\n".join("| " + " | ".join(x) + " |" for x in [head, ["---"] * len(head), *body]) + "\n"
+    return markdown_table(head, body) + "\n"
