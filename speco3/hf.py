@@ -4,10 +4,10 @@
 
 # %% ../nbs/08b_hf.ipynb #b6363c9d
 from __future__ import annotations
-import re, time, zlib
+import json, re, time, zlib
 from pathlib import Path
 from .policy import Episode, Policy
-from .prompts import chat_template as speco3_template
+from .prompts import chat_template as speco3_template, newest_plots
 
 try:
     import torch
@@ -17,8 +17,8 @@ except ImportError as e:  # the model side is the `train` extra, not the core
     raise ImportError(f"speco3.hf needs torch and transformers ({e}); install them with: pip install 'speco3[train]'") from e
 
 # %% auto #0
-__all__ = ['KEEP_TOKENS', 'QwenVLProcessor', 'load_processor', 'renders_tool_images', 'load_pretrained', 'load_model',
-           'model_name', 'HFPolicy', 'ForceTokens']
+__all__ = ['KEEP_TOKENS', 'CONTEXT_FILE', 'QwenVLProcessor', 'load_processor', 'renders_tool_images', 'load_pretrained',
+           'load_model', 'model_name', 'save_context', 'saved_context', 'HFPolicy', 'ForceTokens']
 
 # %% ../nbs/08b_hf.ipynb #6cf70c8b
 class QwenVLProcessor(Qwen2_5_VLProcessor):
@@ -140,6 +140,27 @@ def _default_dtype(device):
     if str(device).startswith("cuda") and torch.cuda.is_bf16_supported(): return torch.bfloat16
     return torch.float32
 
+# %% ../nbs/08b_hf.ipynb #9618c399
+CONTEXT_FILE = "speco3_context.json"  # written next to trained weights: what the model keeps in view
+
+def save_context(model_dir, # a saved model folder
+                 keep_plots=None): # None: every plot; k: only the newest k plots are images
+    "Record in `model_dir` how many plots the model was trained to keep in view."
+    if keep_plots is not None and int(keep_plots) < 1: raise ValueError(f"keep_plots must be None or at least 1, got {keep_plots!r}")
+    path = Path(model_dir) / CONTEXT_FILE
+    path.write_text(json.dumps({"keep_plots": None if keep_plots is None else int(keep_plots)}) + "\n")
+    return path
+
+def saved_context(model): # a model folder, hub id or anything else
+    "The context a model folder records (`{}` when it records none)."
+    path = Path(str(model)) / CONTEXT_FILE
+    if not path.is_file(): return {}
+    try: got = json.loads(path.read_text())
+    except ValueError as e: raise ValueError(f"{path}: not valid JSON ({e}); delete it or write {{\"keep_plots\": null}}") from e
+    if not isinstance(got, dict) or not (got.get("keep_plots") is None or isinstance(got["keep_plots"], int)):
+        raise ValueError(f"{path}: expected {{\"keep_plots\": null or an integer}}, got {got!r}")
+    return got
+
 # %% ../nbs/08b_hf.ipynb #a7eacaa4
 class HFPolicy(Policy):
     "A local or hub Qwen2.5-VL-style model as a policy: batched generation that stops at `</tool_call>` or the end of the turn."
@@ -158,7 +179,8 @@ class HFPolicy(Policy):
                  batch_size=8, # episodes per `generate` call
                  template="auto", # "auto", "checkpoint" or "speco3" (see "Which chat template")
                  max_length=None, # context limit in tokens; None: the model's max_position_embeddings
-                 force=None): # function(episode) -> text or None: the message must start with this text (see below)
+                 force=None, # function(episode) -> text or None: the message must start with this text (see below)
+                 keep_plots="auto"): # "auto": as the model folder's speco3_context.json says (else all); None: all plots; k: the newest k
         self.device = torch.device(device or _default_device())
         if isinstance(dtype, str): dtype = getattr(torch, dtype)
         self.dtype = dtype or _default_dtype(self.device)
@@ -176,6 +198,9 @@ class HFPolicy(Policy):
         text_cfg = getattr(model.config, "text_config", model.config)
         self.max_length = int(max_length or getattr(text_cfg, "max_position_embeddings", 32768))
         self.force = force
+        if keep_plots == "auto": keep_plots = saved_context(self.model_id).get("keep_plots")
+        if keep_plots is not None and int(keep_plots) < 1: raise ValueError(f"HFPolicy: keep_plots must be None, 'auto' or at least 1, got {keep_plots!r}")
+        self.keep_plots = None if keep_plots is None else int(keep_plots)
         self._setup_stops()
         self.stats = dict(calls=0, episodes=0, prompt_tokens=0, new_tokens=0, encode_s=0.0, generate_s=0.0)
 
@@ -195,7 +220,7 @@ class HFPolicy(Policy):
                     do_sample=self.do_sample, temperature=self.temperature if self.do_sample else None,
                     top_p=self.top_p if self.do_sample else None, max_new_tokens=self.max_new_tokens,
                     seed=self.seed, template=self.template_kind, batch_size=self.batch_size,
-                    force=getattr(self.force, "__name__", "force") if self.force else None)
+                    force=getattr(self.force, "__name__", "force") if self.force else None, keep_plots=self.keep_plots)
 
     def render(self, messages) -> str:
         "The text the model reads for `messages`, ending with the assistant header."
@@ -203,8 +228,9 @@ class HFPolicy(Policy):
 
     def _encode(self, ep):
         "One episode as model inputs (a dict of tensors with a batch dimension of 1)."
-        images = _images(ep.messages, ep.sample_id)
-        enc = self.processor(text=[self.render(ep.messages)], images=images or None, return_tensors="pt")
+        messages = newest_plots(ep.messages, self.keep_plots)
+        images = _images(messages, ep.sample_id)
+        enc = self.processor(text=[self.render(messages)], images=images or None, return_tensors="pt")
         n = enc["input_ids"].shape[1]
         if n >= self.max_length:
             raise ValueError(f"{ep.sample_id}: the conversation is {n} tokens long, beyond the context of {self.max_length} tokens")

@@ -13,7 +13,7 @@ from .tool import TOOL_NAME, TOOL_SCHEMA, EXAMPLE_CALL, MIN_WIDTH
 # %% auto #0
 __all__ = ['TASKS', 'MAX_TOOL_CALLS', 'SYSTEM_PROMPT', 'SYSTEM_PROMPT_NO_ZOOM', 'DEFAULT_SYSTEM', 'IMAGE_TOKEN', 'TEMPLATE_PATH',
            'RESPONSE_TEMPLATE', 'RESPONSE_SCHEMA', 'Task', 'system_text', 'user_prompt', 'build_messages',
-           'chat_template', 'render_chat', 'install_template']
+           'chat_template', 'render_chat', 'newest_plots', 'turn_examples', 'install_template']
 
 # %% ../nbs/06_prompts.ipynb #babf225a
 @dataclass(frozen=True)
@@ -249,7 +249,7 @@ def _tool_call_text(tool_call, where):
 def render_chat(messages,                    # chat messages: dicts with role, content (str or parts), tool_calls
                 tools=None,                  # tool schemas written into the system turn (as `apply_chat_template(tools=)`)
                 add_generation_prompt=False, # end with the assistant header, ready for the model to reply
-                spans=False):                # also return the (start, end) character spans of the trained replies
+                spans=False):                # also return the (start, end) character spans of the trained replies (not `"train": False` ones)
     "The text the chat template renders, in plain Python; with `spans=True`, also where each `{% generation %}` block lies."
     out, marks, n = [], [], len(messages)
     first_system = n > 0 and messages[0].get("role") == "system"
@@ -266,7 +266,7 @@ def render_chat(messages,                    # chat messages: dicts with role, c
             start = sum(map(len, out))
             calls = [_tool_call_text(c, where) for c in (m.get("tool_calls") or [])]
             out.append(_content(m.get("content"), where) + "".join("\n" + c for c in calls) + "<|im_end|>")
-            marks.append((start, sum(map(len, out))))
+            if m.get("train", True) is not False: marks.append((start, sum(map(len, out))))  # train=False: context only
             out.append("\n")
         else:  # tool results: one user turn per run of tool messages
             if i == 0 or messages[i - 1].get("role") != "tool": out.append("<|im_start|>user")
@@ -275,6 +275,32 @@ def render_chat(messages,                    # chat messages: dicts with role, c
     if add_generation_prompt: out.append("<|im_start|>assistant\n")
     text = "".join(out)
     return (text, marks) if spans else text
+
+# %% ../nbs/06_prompts.ipynb #a787b3e0
+def _is_image(part): return isinstance(part, dict) and (part.get("type") == "image" or "image" in part or "image_url" in part)
+
+def newest_plots(messages, # chat messages, images inline or as placeholders
+                 keep=1):  # how many of the newest images stay; None keeps them all
+    "The chat with all but the newest `keep` images removed (a new list; the messages given are not changed)."
+    if keep is None: return list(messages)
+    if int(keep) < 1: raise ValueError(f"keep must be None or at least 1, got {keep!r}")
+    where = [(k, j) for k, m in enumerate(messages) if isinstance(m.get("content"), list)
+             for j, p in enumerate(m["content"]) if _is_image(p)]
+    drop = set(where[:-int(keep)])
+    if not drop: return list(messages)
+    return [dict(m, content=[p for j, p in enumerate(m["content"]) if (k, j) not in drop]) if any(k == a for a, _ in drop) else m
+            for k, m in enumerate(messages)]
+
+def turn_examples(messages, # one trajectory: system, user, then assistant and tool turns
+                  keep=1):  # images kept in view (see `newest_plots`); None keeps them all
+    "One SFT example per assistant turn: the prefix up to it as the model saw it, earlier replies untrained."
+    turns = [i for i, m in enumerate(messages) if m.get("role") == "assistant"]
+    if not turns: raise ValueError("turn_examples: the conversation has no assistant turn to train")
+    out = []
+    for i in turns:
+        prefix = [dict(m, train=False) if m.get("role") == "assistant" and k != i else m for k, m in enumerate(messages[:i + 1])]
+        out.append(newest_plots(prefix, keep))
+    return out
 
 # %% ../nbs/06_prompts.ipynb #928eac56
 RESPONSE_TEMPLATE = {  # transformers >= 5.13: set as processor.tokenizer.response_template

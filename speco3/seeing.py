@@ -426,7 +426,7 @@ def read_plots(model_dir, # a Qwen2.5-VL folder
 def caption_scores(examples, # perception examples (held out)
                    said, # what a model said about each (`read_plots`), or None for the majority baseline only
                    reference) -> "pd.DataFrame": # examples whose most common state per feature is the baseline (the training set)
-    "Per feature: how many states the examples show, the share the model said right, and the share 'always the most common state' gets."
+    "Per feature, then over overview and zoom plots, then all: states shown, share said right, share 'always the most common state' gets."
     import pandas as pd
     common = {}
     for e in reference:
@@ -439,6 +439,9 @@ def caption_scores(examples, # perception examples (held out)
                              majority=bool(common.get(k)) and common[k].most_common(1)[0][0] == v))
     df = pd.DataFrame(rows, columns=["feature", "kind", "right", "majority"])
     table = df.groupby("feature", sort=False).agg(n=("right", "size"), model=("right", "mean"), majority=("majority", "mean"))
+    for kind in ("overview", "zoom"):  # the tool adds only what the zooms are read right beyond the majority
+        part = df[df.kind == kind]
+        if len(part): table.loc[f"all {kind}"] = [len(part), part.right.mean(), part.majority.mean()]
     table.loc["all"] = [len(df), df.right.mean(), df.majority.mean()]
     return table
 

@@ -9,9 +9,9 @@ from dataclasses import dataclass, asdict
 from pathlib import Path
 import numpy as np
 from .spectrum import Spectrum, lamost_wavelength
-from .prompts import PAPER_TASKS, TASKS, render_chat, install_template
+from .prompts import PAPER_TASKS, TASKS, render_chat, install_template, turn_examples
 from .tool import TOOL_NAME
-from .hf import load_model, model_name, load_pretrained, load_processor
+from .hf import load_model, model_name, load_pretrained, load_processor, save_context
 from .runs import ResumeFullWeights, base_model, check_resume, finished_run, freeze_vision
 from .runs import last_checkpoint, print_settings, settle_profile, write_curve
 from . import runs
@@ -27,8 +27,8 @@ except ImportError as e:  # the model side is the `train` extra, not the core
 
 # %% auto #0
 __all__ = ['PROFILES', 'ACCELERATE_CONFIGS', 'LORA_TARGETS', 'conversation_to_example', 'demo_conversations', 'sft_dataset',
-           'as_sft_dataset', 'SFTProfile', 'profile_table', 'accelerate_config', 'settle', 'lora_config', 'sft_args',
-           'sft_trainer', 'trained_spans', 'assistant_spans', 'save_loss_curve', 'train_sft']
+           'as_sft_dataset', 'one_turn_dataset', 'SFTProfile', 'profile_table', 'accelerate_config', 'settle',
+           'lora_config', 'sft_args', 'sft_trainer', 'trained_spans', 'assistant_spans', 'save_loss_curve', 'train_sft']
 
 # %% ../nbs/13_sft.ipynb #055c0092
 _CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
@@ -156,6 +156,13 @@ def as_sft_dataset(data): # a Dataset, a list of chats/rows, a folder written by
     _check_row(ds[0], f"{where}, row 0")
     return ds
 
+# %% ../nbs/13_sft.ipynb #9f1ad9b9
+def one_turn_dataset(data, # what `as_sft_dataset` accepts
+                     keep=1): # plots kept in view as images
+    "The SFT table with one example per assistant reply, only the newest `keep` plots in view (see `turn_examples`)."
+    ds = as_sft_dataset(data)
+    return as_sft_dataset([e for i in range(len(ds)) for e in turn_examples(ds[i]["messages"], keep)])
+
 # %% ../nbs/13_sft.ipynb #0f5dc993
 @dataclass
 class SFTProfile:
@@ -182,6 +189,7 @@ class SFTProfile:
     lora_r: int = 64                   # LoRA (lora=True): rank, scale and dropout of the adapters
     lora_alpha: int = 128
     lora_dropout: float = 0.05
+    keep_plots: int | None = None      # None: every plot in view (all profiles); k: one example per reply, newest k plots only
 
 PROFILES = {
     "paper": SFTProfile("paper", model="Qwen/Qwen2.5-VL-7B-Instruct"),
@@ -193,7 +201,7 @@ PROFILES = {
 }
 
 _FIXED = ("output_dir", "assistant_only_loss", "seed", "data_seed")  # train_sft sets these itself
-_OURS = ("name", "model", "tiny_size", "freeze_vision", "lora_r", "lora_alpha", "lora_dropout")  # not SFTConfig's
+_OURS = ("name", "model", "tiny_size", "freeze_vision", "lora_r", "lora_alpha", "lora_dropout", "keep_plots")  # not SFTConfig's
 
 def profile_table(profiles=None): # a dict of SFTProfile; None: PROFILES
     "The profiles side by side, one row per setting (a pandas DataFrame)."
@@ -271,6 +279,8 @@ def sft_trainer(data, # what `as_sft_dataset` accepts
         raise ValueError(f"profile {prof.name!r} trains in bf16 on a GPU and there is no CUDA device here; "
                          "use profile='cpu' or 'smoke', or pass bf16=False")
     ds = as_sft_dataset(data)
+    n_conversations = len(ds)
+    if prof.keep_plots is not None: ds = one_turn_dataset(ds, prof.keep_plots)
     set_seed(seed)
     base = _base_model(prof, model, out, seed)
     if isinstance(base, PreTrainedModel):
@@ -288,7 +298,7 @@ def sft_trainer(data, # what `as_sft_dataset` accepts
     trainer.data_collator = _Count(trainer.data_collator)
     n_train = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
     trainer.speco3 = dict(name=prof.name, profile=asdict(prof), sft_args=extra, seed=seed, lora=lora, model=source,
-                          n_examples=len(ds), frozen=frozen, trainable_params=n_train,
+                          n_conversations=n_conversations, n_examples=len(ds), frozen=frozen, trainable_params=n_train,
                           total_params=sum(p.numel() for p in trainer.model.parameters()))
     return trainer
 
@@ -350,6 +360,7 @@ def train_sft(data, # a Dataset, a list of chats/rows, a folder written by speco
         trainer.model.merge_and_unload().save_pretrained(final)
     else: trainer.save_model(str(final))
     processor.save_pretrained(final)
+    save_context(final, s["profile"]["keep_plots"])  # HFPolicy runs the model with what it was trained to see
     csv_path, png = save_loss_curve(trainer.state.log_history, out, s["name"])
     losses = [r["loss"] for r in trainer.state.log_history if "loss" in r]
     runtime, count = result.metrics["train_runtime"], trainer.data_collator
@@ -358,7 +369,7 @@ def train_sft(data, # a Dataset, a list of chats/rows, a folder written by speco
                    train_loss=result.training_loss, final_loss=losses[-1] if losses else None,
                    train_runtime_s=runtime, samples=count.samples, tokens=count.tokens,
                    samples_per_s=count.samples / runtime if runtime else None, tokens_per_s=count.tokens / runtime if runtime else None,
-                   wall_s=round(time.perf_counter() - t0, 2), n_examples=s["n_examples"], frozen=s["frozen"],
+                   wall_s=round(time.perf_counter() - t0, 2), n_conversations=s["n_conversations"], n_examples=s["n_examples"], frozen=s["frozen"],
                    trainable_params=s["trainable_params"], total_params=s["total_params"],
                    out_dir=str(out), model_dir=str(final), adapter_dir=str(out / "adapter") if lora else None,
                    config=str(out / "config.json"), loss_csv=str(csv_path), figure=str(png))

@@ -196,6 +196,18 @@ def test_golden_conversation(render):
     assert [text[a:b] for a, b in spans] == GOLDEN_REPLIES  # trained spans: the replies and their <|im_end|>, no header
 
 
+CONTEXT_ONLY = [dict(m, train=False) if i == 2 else m for i, m in enumerate(CONVERSATION)]  # first reply: context, not trained
+
+
+@pytest.mark.parametrize("render", RENDERERS)
+def test_untrained_reply_renders_the_same_text_outside_the_span(render):
+    "An assistant message with train=False (one-turn SFT examples) writes the same text but is not a trained span."
+    text, spans = render(CONTEXT_ONLY, [ZOOM], spans=True)
+    assert text == GOLDEN
+    assert [text[a:b] for a, b in spans] == GOLDEN_REPLIES[1:]
+    assert render([dict(m, train=True) if m["role"] == "assistant" else m for m in CONVERSATION], [ZOOM], spans=True)[1] == \
+        render(CONVERSATION, [ZOOM], spans=True)[1]  # train=True is the default
+
 @pytest.mark.parametrize("render", RENDERERS)
 def test_generation_prompt_and_default_system(render):
     text = render([{"role": "user", "content": "hi"}], None, True)
@@ -418,6 +430,18 @@ def test_transformers_assistant_mask_is_the_generation_spans():
     expected = [int(any(a <= s < b for a, b in spans)) for s, _ in enc["offset_mapping"]]
     assert list(out["assistant_masks"]) == expected and sum(expected) > 0
 
+
+
+@needs_transformers
+def test_transformers_assistant_mask_skips_untrained_replies():
+    "What SFT trains on a one-turn example: only the replies without train=False, as render_chat's spans say."
+    tok = _tokenizer()
+    out = tok.apply_chat_template(CONTEXT_ONLY, tools=[ZOOM], tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
+    text, spans = render_chat(CONTEXT_ONLY, [ZOOM], spans=True)
+    enc = tok(text, add_special_tokens=False, return_offsets_mapping=True)
+    expected = [int(any(a <= s < b for a, b in spans)) for s, _ in enc["offset_mapping"]]
+    full = tok.apply_chat_template(CONVERSATION, tools=[ZOOM], tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
+    assert list(out["assistant_masks"]) == expected and 0 < sum(expected) < sum(full["assistant_masks"])
 
 @needs_transformers
 def test_transformers_parses_tool_calls_with_the_response_template():
