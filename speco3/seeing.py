@@ -338,7 +338,10 @@ def train_eyes(model_dir, # a Qwen2.5-VL folder (e.g. `speco3.tiny.build_tiny`'s
             loss.backward(); opt.step(); opt.zero_grad()
             total += loss.item(); n += 1; right += sum(c == p for _, c, p in got); seen_ += len(got)
         row = dict(epoch=ep + 1, loss=total / max(n, 1), train_acc=right / max(seen_, 1), seconds=time.perf_counter() - t1)
-        if valid: row["valid_acc"] = heads_accuracy(model, processor, heads, valid)["acc"]
+        if valid:
+            got = heads_accuracy(model, processor, heads, valid)
+            row["valid_acc"] = got["acc"]
+            row.update({f"valid_acc_{k}": v for k, v in got["per_kind"].items()})  # overview and zoom plots apart
         curve.append(row)
         torch.save(dict(visual=model.model.visual.state_dict(), heads=heads.state_dict(), opt=opt.state_dict(), curve=curve), ck.with_suffix(".part"))
         ck.with_suffix(".part").replace(ck)   # atomic: a run killed while saving keeps the previous epoch's checkpoint
@@ -357,16 +360,19 @@ def train_eyes(model_dir, # a Qwen2.5-VL folder (e.g. `speco3.tiny.build_tiny`'s
 # %% ../nbs/13a_seeing.ipynb #abca9cdf
 def heads_accuracy(model, processor, heads, examples, # a model, its processor, trained heads, perception examples
                    batch_size:int=64) -> dict:
-    "Share of the examples' feature states the heads tell right: overall and per feature."
+    "Share of the examples' feature states the heads tell right: overall, per feature and per kind of plot."
     torch = _torch()
-    names, right, total = list(STATES), Counter(), Counter()
+    names, right, total, kind_right, kind_total = list(STATES), Counter(), Counter(), Counter(), Counter()
     with torch.no_grad():
         for i in range(0, len(examples), batch_size):
             chunk = examples[i:i + batch_size]
             _, got = _heads_loss(torch, heads, pooled_tokens(model, processor, [e["image"] for e in chunk]), chunk)
-            for h, c, p in got: total[names[h]] += 1; right[names[h]] += c == p
+            kinds = [chunk[j]["kind"] for j, _, _ in _targets(chunk)]  # the same order as `got`
+            for (h, c, p), k in zip(got, kinds):
+                total[names[h]] += 1; right[names[h]] += c == p; kind_total[k] += 1; kind_right[k] += c == p
     n = sum(total.values())
-    return dict(acc=sum(right.values()) / n if n else float("nan"), per_feature={k: right[k] / total[k] for k in total}, n=n)
+    return dict(acc=sum(right.values()) / n if n else float("nan"), per_feature={k: right[k] / total[k] for k in total},
+                per_kind={k: kind_right[k] / kind_total[k] for k in kind_total}, n=n)
 
 # %% ../nbs/13a_seeing.ipynb #5f65f7a1
 def perception_chats(examples): # perception examples
