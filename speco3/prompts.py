@@ -227,6 +227,8 @@ def chat_template():
 _IMAGE_PAD = "<|vision_start|><|image_pad|><|vision_end|>"
 _ROLES = ("system", "user", "assistant", "tool")
 
+def _is_image(part): return isinstance(part, dict) and (part.get("type") == "image" or "image" in part or "image_url" in part)
+
 def _content(content, where):
     "A message's content as the template writes it: text, with each image part as Qwen's image placeholder."
     if isinstance(content, str): return content
@@ -235,7 +237,7 @@ def _content(content, where):
     out = []
     for part in content:
         if not isinstance(part, dict): raise ValueError(f"{where}: each content part must be a dict, got {type(part).__name__}")
-        if part.get("type") == "image" or "image" in part or "image_url" in part: out.append(_IMAGE_PAD)
+        if _is_image(part): out.append(_IMAGE_PAD)
         elif "text" in part: out.append(str(part["text"]))
     return "".join(out)
 
@@ -277,8 +279,6 @@ def render_chat(messages,                    # chat messages: dicts with role, c
     return (text, marks) if spans else text
 
 # %% ../nbs/06_prompts.ipynb #a787b3e0
-def _is_image(part): return isinstance(part, dict) and (part.get("type") == "image" or "image" in part or "image_url" in part)
-
 def newest_plots(messages, # chat messages, images inline or as placeholders
                  keep=1):  # how many of the newest images stay; None keeps them all
     "The chat with all but the newest `keep` images removed (a new list; the messages given are not changed)."

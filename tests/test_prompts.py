@@ -419,29 +419,29 @@ def test_transformers_renders_like_render_chat():
             render_chat(msgs, [TOOL_SCHEMA], gen)
 
 
+def _masks(tok, messages):
+    "(transformers' ids, its assistant mask, the mask render_chat's spans give for the same tokens)."
+    out = tok.apply_chat_template(messages, tools=[ZOOM], tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
+    text, spans = render_chat(messages, [ZOOM], spans=True)
+    enc = tok(text, add_special_tokens=False, return_offsets_mapping=True)
+    assert enc["input_ids"] == list(out["input_ids"])
+    return list(out["input_ids"]), list(out["assistant_masks"]), [int(any(a <= s < b for a, b in spans)) for s, _ in enc["offset_mapping"]]
+
+
 @needs_transformers
 def test_transformers_assistant_mask_is_the_generation_spans():
     "return_assistant_tokens_mask (what SFT's assistant_only_loss uses) marks exactly the tokens of render_chat's spans."
-    tok = _tokenizer()
-    out = tok.apply_chat_template(CONVERSATION, tools=[ZOOM], tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
-    text, spans = render_chat(CONVERSATION, [ZOOM], spans=True)
-    enc = tok(text, add_special_tokens=False, return_offsets_mapping=True)
-    assert enc["input_ids"] == list(out["input_ids"])
-    expected = [int(any(a <= s < b for a, b in spans)) for s, _ in enc["offset_mapping"]]
-    assert list(out["assistant_masks"]) == expected and sum(expected) > 0
-
+    _, got, expected = _masks(_tokenizer(), CONVERSATION)
+    assert got == expected and sum(expected) > 0
 
 
 @needs_transformers
 def test_transformers_assistant_mask_skips_untrained_replies():
     "What SFT trains on a one-turn example: only the replies without train=False, as render_chat's spans say."
     tok = _tokenizer()
-    out = tok.apply_chat_template(CONTEXT_ONLY, tools=[ZOOM], tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
-    text, spans = render_chat(CONTEXT_ONLY, [ZOOM], spans=True)
-    enc = tok(text, add_special_tokens=False, return_offsets_mapping=True)
-    expected = [int(any(a <= s < b for a, b in spans)) for s, _ in enc["offset_mapping"]]
-    full = tok.apply_chat_template(CONVERSATION, tools=[ZOOM], tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
-    assert list(out["assistant_masks"]) == expected and 0 < sum(expected) < sum(full["assistant_masks"])
+    _, got, expected = _masks(tok, CONTEXT_ONLY)
+    _, full, _ = _masks(tok, CONVERSATION)
+    assert got == expected and 0 < sum(expected) < sum(full)
 
 @needs_transformers
 def test_transformers_parses_tool_calls_with_the_response_template():
