@@ -231,10 +231,12 @@ PROMPT_OVERVIEW = "Describe what this plot of the whole spectrum shows."
 def zoom_prompt(lo, hi): return f"Describe what this plot of {lo:g}–{hi:g} Å shows."
 
 def perception_examples(samples, # Samples (e.g. `speco3.coldstart.simulate_samples`), with their task
-                        zooms:int=2, # zoom plots per spectrum besides its overview
+                        zooms:int|str=2, # zoom plots per spectrum besides its overview; "task": every guideline window of its task
                         style:str="fast", # renderer style: the style the agent will use
                         seed:int=0) -> list: # which extra windows are drawn
     "One dict per plot: image, prompt, caption, states, kind ('overview' or 'zoom'), window, sample_id, task and truth."
+    if not (zooms == "task" or (isinstance(zooms, int) and zooms >= 0)):
+        raise ValueError(f"zooms must be a count >= 0 or 'task' (every guideline window of the spectrum's task), got {zooms!r}")
     rng, out = random.Random(seed), []
     every = sorted({w for t in PAPER_TASKS for w in TASKS[t].windows})
     for s in samples:
@@ -246,9 +248,12 @@ def perception_examples(samples, # Samples (e.g. `speco3.coldstart.simulate_samp
                         kind="overview", window=None, sample_id=s.sample_id, task=s.task, truth=s.truth))
         d = decide(s.task, m, covered_windows(s.spectrum, s.task))
         own = [TASKS[s.task].windows[i] for i in sorted({e.window for e in d.evidence if e.window is not None})]
-        rest = [w for w in every if w not in own]
-        rng.shuffle(rest)
-        for lo, hi, name in (own + rest)[:zooms]:
+        if zooms == "task": windows = own + [w for w in TASKS[s.task].windows if w not in own]
+        else:
+            rest = [w for w in every if w not in own]
+            rng.shuffle(rest)
+            windows = (own + rest)[:zooms]
+        for lo, hi, name in windows:
             r = tool.execute([lo, hi], name)
             if r.image is None: continue   # the window lies outside the data
             a, b = max(lo, tool.data_range[0]), min(hi, tool.data_range[1])
@@ -453,9 +458,10 @@ def caption_scores(examples, # perception examples (held out)
 
 # %% ../nbs/13a_seeing.ipynb #ed7947fc
 PERCEPTION = {  # profile -> sizes of the perception stage (gpu and paper start from a real VLM and skip it)
-    "smoke": dict(n_per_task=2, n_test_per_task=1, zooms=2, eyes_epochs=1, words=dict(max_steps=4)),
-    "cpu":   dict(n_per_task=200, n_test_per_task=20, zooms=2, eyes_epochs=10, words={}),
-}
+    "smoke": dict(n_per_task=2, n_test_per_task=1, zooms=2, eyes_epochs=1, eyes={}, words=dict(max_steps=4)),
+    "cpu":   dict(n_per_task=200, n_test_per_task=20, zooms="task", eyes_epochs=15, eyes=dict(batch_size=8, lr=5e-4),
+                  words=dict(num_train_epochs=2)),
+}  # cpu: every window of the task as a zoom, small batches (more steps: the tower's zoom reading starts after a plateau)
 
 def _examples(folder, made_with, make):
     "Perception examples cached in `folder` (images as PNG, the rest as JSON), made by `make()` when absent; `made_with` must match."
@@ -492,7 +498,7 @@ def run_perception(run_dir, # folder of the stage: examples, base model, eyes, w
     test = _examples(run / "test", made(p["n_test_per_task"]), lambda: perception_examples(simulate_samples(p["n_test_per_task"], seed=seed + 202), p["zooms"], style, seed + 1))
     base = run / "base"
     if not (base / "config.json").exists(): build_tiny(base, size=size, seed=seed)
-    eyes = train_eyes(base, train, run / "eyes", valid=test, epochs=p["eyes_epochs"], seed=seed, progress=progress)
+    eyes = train_eyes(base, train, run / "eyes", valid=test, epochs=p["eyes_epochs"], seed=seed, progress=progress, **p.get("eyes", {}))
     words = train_words(eyes["model_dir"], train, run / "words", profile=profile, seed=seed,
                         progress=progress, **p["words"])
     out = dict(profile=profile, seed=seed, size=size, style=style, sizes=p, n_train=len(train), n_test=len(test),
