@@ -18,7 +18,8 @@ from .tool import SpectralVisualizationTool, TOOL_NAME
 __all__ = ['L', 'LINE_STATES', 'HEAD_STATES', 'C2_STATES', 'OVERVIEW', 'FEATURES', 'PROMPT_OVERVIEW', 'STATES', 'WORDS',
            'PERCEPTION', 'Feature', 'seen', 'caption', 'plain', 'tool_call', 'SeeingExpert', 'zoom_prompt',
            'perception_examples', 'linear_patches', 'pooled_tokens', 'train_eyes', 'heads_accuracy', 'perception_chats',
-           'train_words', 'parse_caption', 'read_plots', 'caption_scores', 'run_perception']
+           'train_words', 'parse_caption', 'read_plots', 'caption_scores', 'run_perception', 'load_examples',
+           'replay_chats']
 
 # %% ../nbs/13a_seeing.ipynb #4d9ce770
 @dataclass(frozen=True)
@@ -512,3 +513,17 @@ def run_perception(run_dir, # folder of the stage: examples, base model, eyes, w
     out["scores"] = {k: caption_scores(test, v, train) for k, v in said.items()}
     out["said"], out["test"], out["train"] = said, test, train
     return out
+
+# %% ../nbs/13a_seeing.ipynb
+def load_examples(folder): # train/ or test/ of a perception run
+    "The perception examples a run left in `folder`; a one-line error when there are none."
+    stamp = Path(folder) / "made_with.json"
+    if not stamp.exists(): raise FileNotFoundError(f"{folder}: no perception examples here (run 03b_perception / run_perception first)")
+    return _examples(folder, json.loads(stamp.read_text()), None)
+
+def replay_chats(run_dir, # a perception run folder (`run_perception`'s run_dir)
+                 n:int, # how many chats; at most every training plot once
+                 seed:int=0) -> list: # which plots
+    "`n` chats drawn from the run's training plots, to replay during SFT (`speco3.sft.mix_in`) so the model keeps reading single plots."
+    ex = load_examples(Path(run_dir) / "train")
+    return perception_chats(random.Random(seed).sample(ex, min(int(n), len(ex))))

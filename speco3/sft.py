@@ -27,7 +27,7 @@ except ImportError as e:  # the model side is the `train` extra, not the core
 
 # %% auto #0
 __all__ = ['PROFILES', 'ACCELERATE_CONFIGS', 'LORA_TARGETS', 'conversation_to_example', 'demo_conversations', 'sft_dataset',
-           'as_sft_dataset', 'one_turn_dataset', 'SFTProfile', 'profile_table', 'accelerate_config', 'settle',
+           'as_sft_dataset', 'one_turn_dataset', 'mix_in', 'SFTProfile', 'profile_table', 'accelerate_config', 'settle',
            'lora_config', 'sft_args', 'sft_trainer', 'trained_spans', 'assistant_spans', 'save_loss_curve', 'train_sft']
 
 # %% ../nbs/13_sft.ipynb #055c0092
@@ -163,6 +163,16 @@ def one_turn_dataset(data, # what `as_sft_dataset` accepts
     ds = as_sft_dataset(data)
     return as_sft_dataset([e for i in range(len(ds)) for e in turn_examples(ds[i]["messages"], keep)])
 
+# %% ../nbs/13_sft.ipynb
+def mix_in(data, # what `as_sft_dataset` accepts: the trajectories
+           extra, # more chats to train on beside them (e.g. `speco3.seeing.replay_chats`)
+           seed:int=0): # order of the mixed rows
+    "One SFT table: every row of `data` and every chat of `extra`, shuffled together (a replay of an earlier stage's data)."
+    ds = as_sft_dataset(data)
+    rows = [ds[i]["messages"] for i in range(len(ds))] + list(extra)
+    random.Random(seed).shuffle(rows)
+    return as_sft_dataset(rows)
+
 # %% ../nbs/13_sft.ipynb #0f5dc993
 @dataclass
 class SFTProfile:
@@ -190,6 +200,7 @@ class SFTProfile:
     lora_alpha: int = 128
     lora_dropout: float = 0.05
     keep_plots: int | None = None      # None: every plot in view (all profiles); k: one example per reply, newest k plots only
+    replay: float = 0.0                # perception chats mixed in per trajectory (04_sft, from the perception model only; `mix_in`)
 
 PROFILES = {
     "paper": SFTProfile("paper", model="Qwen/Qwen2.5-VL-7B-Instruct"),
@@ -201,7 +212,7 @@ PROFILES = {
 }
 
 _FIXED = ("output_dir", "assistant_only_loss", "seed", "data_seed")  # train_sft sets these itself
-_OURS = ("name", "model", "tiny_size", "freeze_vision", "lora_r", "lora_alpha", "lora_dropout", "keep_plots")  # not SFTConfig's
+_OURS = ("name", "model", "tiny_size", "freeze_vision", "lora_r", "lora_alpha", "lora_dropout", "keep_plots", "replay")  # not SFTConfig's
 
 def profile_table(profiles=None): # a dict of SFTProfile; None: PROFILES
     "The profiles side by side, one row per setting (a pandas DataFrame)."
