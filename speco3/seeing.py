@@ -514,7 +514,7 @@ def run_perception(run_dir, # folder of the stage: examples, base model, eyes, w
     out["said"], out["test"], out["train"] = said, test, train
     return out
 
-# %% ../nbs/13a_seeing.ipynb
+# %% ../nbs/13a_seeing.ipynb #b9fc0157
 def load_examples(folder): # train/ or test/ of a perception run
     "The perception examples a run left in `folder`; a one-line error when there are none."
     stamp = Path(folder) / "made_with.json"

@@ -163,7 +163,7 @@ def one_turn_dataset(data, # what `as_sft_dataset` accepts
     ds = as_sft_dataset(data)
     return as_sft_dataset([e for i in range(len(ds)) for e in turn_examples(ds[i]["messages"], keep)])
 
-# %% ../nbs/13_sft.ipynb
+# %% ../nbs/13_sft.ipynb #80a06a77
 def mix_in(data, # what `as_sft_dataset` accepts: the trajectories
            extra, # more chats to train on beside them (e.g. `speco3.seeing.replay_chats`)
            seed:int=0): # order of the mixed rows
