@@ -18,8 +18,8 @@ from .tool import SpectralVisualizationTool, TOOL_NAME
 __all__ = ['L', 'LINE_STATES', 'HEAD_STATES', 'C2_STATES', 'OVERVIEW', 'FEATURES', 'PROMPT_OVERVIEW', 'STATES', 'WORDS',
            'PERCEPTION', 'Feature', 'seen', 'caption', 'plain', 'tool_call', 'SeeingExpert', 'zoom_prompt',
            'perception_examples', 'linear_patches', 'pooled_tokens', 'train_eyes', 'heads_accuracy', 'perception_chats',
-           'train_words', 'parse_caption', 'read_plots', 'caption_scores', 'run_perception', 'load_examples',
-           'replay_chats']
+           'train_words', 'parse_caption', 'plot_chat', 'read_plots', 'caption_scores', 'run_perception',
+           'load_examples', 'replay_chats']
 
 # %% ../nbs/13a_seeing.ipynb #4d9ce770
 @dataclass(frozen=True)
@@ -416,19 +416,24 @@ def parse_caption(text:str, # what a model said about a plot
         if sep and k.strip() in STATES and v.strip() in STATES[k.strip()]: out[k.strip()] = v.strip()
     return out
 
+def plot_chat(example, # a perception example
+              before=()): # chat messages placed before the plot
+    "The chat that asks for one example's caption: `before`, then the plot and its request (image as a placeholder)."
+    return [*before, {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": example["prompt"]}]}]
+
 def read_plots(model_dir, # a Qwen2.5-VL folder
                examples, # perception examples
                batch_size:int=24, # plots per generate call
-               max_new_tokens:int=64) -> list: # caption budget
-    "What the model says about each example's plot (greedy)."
+               max_new_tokens:int=64, # caption budget
+               before=()) -> list: # chat messages placed before the plot, e.g. the agent's system prompt
+    "What the model says about each example's plot (greedy); `before` moves the plot to where the agent sees it."
     torch = _torch()
     from speco3.tiny import load_tiny
     model, processor = load_tiny(model_dir)
     said = []
     for i in range(0, len(examples), batch_size):
         chunk = examples[i:i + batch_size]
-        texts = [processor.apply_chat_template([{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": e["prompt"]}]}],
-                                               tokenize=False, add_generation_prompt=True) for e in chunk]
+        texts = [processor.apply_chat_template(plot_chat(e, before), tokenize=False, add_generation_prompt=True) for e in chunk]
         enc = processor(text=texts, images=[[e["image"]] for e in chunk], return_tensors="pt", padding=True, padding_side="left")
         with torch.no_grad(): ids = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False)
         said += [t.strip() for t in processor.batch_decode(ids[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)]
