@@ -321,10 +321,10 @@ def train_eyes(model_dir, # a Qwen2.5-VL folder (e.g. `speco3.tiny.build_tiny`'s
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     if not train: raise ValueError("train_eyes needs at least one perception example")
     if (done := out / "eyes.json").exists():   # a finished run is read back, not retrained
-        rec = json.loads(done.read_text())
-        if (rec["n_train"], rec["epochs"]) == (len(train), epochs): return rec
-        raise ValueError(f"{out}: holds an eyes run of {rec['n_train']} examples x {rec['epochs']} epochs, not "
-                         f"{len(train)} x {epochs}; use another folder")
+        rec, want = json.loads(done.read_text()), dict(n_train=len(train), epochs=epochs, lr=lr, batch_size=batch_size)
+        if {k: rec.get(k) for k in want} == want: return rec
+        raise ValueError(f"{out}: holds an eyes run of {', '.join(f'{k}={rec.get(k)}' for k in want)}, not "
+                         f"{', '.join(f'{k}={v}' for k, v in want.items())}; use another folder")
     model, processor = load_tiny(model_dir)
     linear_patches(model)
     torch.manual_seed(seed)
