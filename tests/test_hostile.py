@@ -203,7 +203,10 @@ def test_ctrl_c_stops_within_seconds_and_leaves_a_resumable_run(tmp_path):
         cmd = [sys.executable, "-c", "import sys; from speco3.cli import main; sys.exit(main(sys.argv[1:]))", "vet",
                *map(str, GOOD), "--task", "cv", "--out", str(tmp_path / "run"), "--policy", "openai:m", "--style", "fast",
                "--quiet", "--batch-size", "1"]
-        p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        # a user's terminal delivers Ctrl-C to a process whose SIGINT is at its default; a shell that started this run in
+        # the background (`cmd &`, nohup) leaves SIGINT ignored in every child, and Python then installs no handler
+        p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         deadline = time.monotonic() + 60
         while not fake.requests and time.monotonic() < deadline and p.poll() is None: time.sleep(0.1)
         assert fake.requests, "no request reached the server"
