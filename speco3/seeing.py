@@ -16,10 +16,10 @@ from .tool import SpectralVisualizationTool, TOOL_NAME
 
 # %% auto #0
 __all__ = ['L', 'LINE_STATES', 'HEAD_STATES', 'C2_STATES', 'OVERVIEW', 'FEATURES', 'PROMPT_OVERVIEW', 'STATES', 'WORDS',
-           'PERCEPTION', 'Feature', 'seen', 'caption', 'plain', 'tool_call', 'SeeingExpert', 'zoom_prompt',
-           'perception_examples', 'linear_patches', 'pooled_tokens', 'train_eyes', 'heads_accuracy', 'perception_chats',
-           'train_words', 'parse_caption', 'plot_chat', 'read_plots', 'caption_scores', 'run_perception',
-           'load_examples', 'replay_chats']
+           'PERCEPTION', 'Feature', 'seen', 'caption', 'plain', 'tool_call', 'said_overview', 'said_zoom', 'said_next',
+           'SeeingExpert', 'zoom_prompt', 'perception_examples', 'linear_patches', 'pooled_tokens', 'train_eyes',
+           'heads_accuracy', 'perception_chats', 'train_words', 'parse_caption', 'plot_chat', 'read_plots',
+           'caption_scores', 'layout_chat', 'layout_chats', 'run_perception', 'load_examples', 'replay_chats']
 
 # %% ../nbs/13a_seeing.ipynb #4d9ce770
 @dataclass(frozen=True)
@@ -163,6 +163,10 @@ def tool_call(lo, hi, name): # a guideline window: bounds (Å) and its name
     call = {"name": TOOL_NAME, "arguments": {"wavelength_range": [lo, hi], "label": name}}
     return f"<tool_call>\n{json.dumps(call, ensure_ascii=False)}\n</tool_call>"
 
+def said_overview(cap): return f"Overview: {cap}."           # the drafter's words for the overview's caption
+def said_zoom(name, cap): return f"The zoom on {name} shows {cap}."  # ... for a zoom's caption
+def said_next(name, a, b): return f"Next I zoom into {name} ({a:g}–{b:g} Å)."  # ... for the next call
+
 # %% ../nbs/13a_seeing.ipynb #b778c2eb
 def _tool_failed(ep):
     "Whether the tool's last answer was an error (the last message is a tool message starting with 'Error')."
@@ -212,15 +216,15 @@ def _verdict(self, ep, d):
 def _next(self, ep):
     st = self._state(ep)
     task, plan, k, m = TASKS[ep.task], st["plan"], st["k"], st["m"]
-    if k == 0: said = [f"Overview: {caption(seen(m), overview=True)}."]
+    if k == 0: said = [said_overview(caption(seen(m), overview=True))]
     else:
         lo, hi, name = _clip(st, task.windows[plan[k - 1]])
-        said = [f"The zoom on {name} " + ("failed." if _tool_failed(ep) else f"shows {caption(seen(m, (lo, hi)))}.")]
+        said = [f"The zoom on {name} failed." if _tool_failed(ep) else said_zoom(name, caption(seen(m, (lo, hi))))]
     if k < len(plan) and ep.n_tool_calls < ep.max_tool_calls:
         lo, hi, name = task.windows[plan[k]]
         a, b, _ = _clip(st, (lo, hi, name))
         st["k"] += 1
-        return "<think>" + " ".join(said + [f"Next I zoom into {name} ({a:g}–{b:g} Å)."]) + "</think>\n" + tool_call(lo, hi, name)
+        return "<think>" + " ".join(said + [said_next(name, a, b)]) + "</think>\n" + tool_call(lo, hi, name)
     verdict, why = self._verdict(ep, st["decision"])
     said.append(f"Conclusion: {why}, so this {'is' if verdict == 'YES' else 'is not'} a {task.name}.")
     return "<think>" + " ".join(said) + f"</think>\n<answer>\\boxed{{{verdict}}}</answer>"
@@ -395,10 +399,13 @@ def train_words(model_dir, # the eyes' model folder (`train_eyes(...)["model_dir
                 profile="cpu", # speco3.sft profile the settings start from
                 seed:int=0, # data order
                 progress:bool=False, # progress bar and logs
+                layout:float=0, # also this many chats per training plot in the agent's layout (`layout_chats`, at most 1)
                 **overrides) -> dict: # SFT settings over `WORDS` (e.g. num_train_epochs, max_steps)
     "Teach the language model of `model_dir` to say what each plot shows; returns `train_sft`'s metrics."
-    from speco3.sft import train_sft
-    return train_sft(perception_chats(train), out_dir, profile=profile, model=str(model_dir), seed=seed, name="words",
+    from speco3.sft import train_sft, mix_in
+    chats = perception_chats(train)
+    if layout: chats = mix_in(chats, layout_chats(train, round(layout * len(train)), seed), seed)
+    return train_sft(chats, out_dir, profile=profile, model=str(model_dir), seed=seed, name="words",
                      progress=progress, **{**WORDS, **overrides})
 
 # %% ../nbs/13a_seeing.ipynb #116953b3
@@ -461,6 +468,37 @@ def caption_scores(examples, # perception examples (held out)
         if len(part): table.loc[f"all {kind}"] = [len(part), part.right.mean(), part.majority.mean()]
     table.loc["all"] = [len(df), df.right.mean(), df.majority.mean()]
     return table
+
+# %% ../nbs/13a_seeing.ipynb #d3febbda
+def _window_name(e):
+    "The guideline name of a zoom example's window (its own task's first, then any task's)."
+    names = {(a, b): n for t in [*PAPER_TASKS, e["task"]] for a, b, n in TASKS[t].windows}
+    return names.get(tuple(e["window"]), "the requested region")
+
+def layout_chat(example, # a perception example
+                overview, # the overview example of the same spectrum
+                target:bool=True): # end with the caption (False: the chat that asks for it)
+    "One plot where the agent sees it: the overview after the system prompt and the task, or a zoom as the tool's answer."
+    from speco3.prompts import build_messages
+    from speco3.tool import zoom_text
+    msgs = build_messages(overview["task"], overview["image"], tools=True)
+    if example["kind"] == "overview": said = said_overview(example["caption"])
+    else:
+        (lo, hi), name = example["window"], _window_name(example)
+        call = {"type": "function", "function": {"name": TOOL_NAME, "arguments": {"wavelength_range": [lo, hi], "label": name}}}
+        msgs += [{"role": "assistant", "train": False, "tool_calls": [call],
+                  "content": [{"type": "text", "text": f"<think>{said_overview(overview['caption'])} {said_next(name, lo, hi)}</think>"}]},
+                 {"role": "tool", "name": TOOL_NAME, "content": [{"type": "image", "image": example["image"]}, {"type": "text", "text": zoom_text([lo, hi], name)}]}]
+        said = said_zoom(name, example["caption"])
+    return msgs + ([{"role": "assistant", "content": [{"type": "text", "text": f"<think>{said}"}]}] if target else [])
+
+def layout_chats(examples, # perception examples: overviews and zooms (a zoom needs its spectrum's overview among them)
+                 n:int, # how many chats; at most one per plot
+                 seed:int=0) -> list: # which plots
+    "`n` plots drawn from `examples`, each in the agent's layout with its caption (`layout_chat`)."
+    ovs = {e["sample_id"]: e for e in examples if e["kind"] == "overview"}
+    pool = [e for e in examples if e["sample_id"] in ovs]
+    return [layout_chat(e, ovs[e["sample_id"]]) for e in random.Random(seed).sample(pool, min(int(n), len(pool)))]
 
 # %% ../nbs/13a_seeing.ipynb #ed7947fc
 PERCEPTION = {  # profile -> sizes of the perception stage (gpu and paper start from a real VLM and skip it)

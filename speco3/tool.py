@@ -13,7 +13,7 @@ from .render import render, STYLES
 
 # %% auto #0
 __all__ = ['TOOL_NAME', 'MIN_POINTS', 'MIN_WIDTH', 'MAX_WAVELENGTH', 'MAX_LABEL', 'ERRORS', 'ERROR_REWARD', 'EXAMPLE_CALL',
-           'TOOL_SCHEMA', 'ToolResult', 'SpectralVisualizationTool']
+           'TOOL_SCHEMA', 'ToolResult', 'zoom_text', 'SpectralVisualizationTool']
 
 # %% ../nbs/03_tool.ipynb #ae1f0996
 TOOL_NAME = "spectral_visualization_tool"
@@ -71,6 +71,11 @@ def _jtype(x):
 def _fmt(x):
     "A wavelength as the agent reads it: 6500 -> '6500', 6562.8 -> '6562.8' (6 significant digits)."
     return f"{float(x):g}"
+
+def zoom_text(window, # the window as the call gave it: [min, max] in Å
+              label=None) -> str: # the call's label, if any
+    "What the authors' tool says along with a zoom plot."
+    return f"Generated spectral visualization focused on wavelength range {tuple(window)} Å" + (f" for {label}." if label else ".")
 
 # %% ../nbs/03_tool.ipynb #b4636e33
 def _number(x, i):
@@ -250,7 +255,7 @@ class SpectralVisualizationTool:
             n = int(np.sum((w >= wr[0]) & (w <= wr[1])))
             if n == 0: raise ValueError(f"No data points in specified wavelength range {tuple(wr)}")
             image = render(self.rest, (wr[0], wr[1]), style=self.style, title=title)
-            return ToolResult(text=f"Generated spectral visualization focused on wavelength range {tuple(wr)} Å" + about,
+            return ToolResult(text=zoom_text(wr, label),
                               image=image, window=(float(wr[0]), float(wr[1])), n_points=n)
         except Exception as e:
             return ToolResult(text=f"Error processing spectral visualization: {e}", ok=False, error="processing")
