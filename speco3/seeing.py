@@ -19,7 +19,8 @@ __all__ = ['L', 'LINE_STATES', 'HEAD_STATES', 'C2_STATES', 'OVERVIEW', 'FEATURES
            'PERCEPTION', 'Feature', 'seen', 'caption', 'plain', 'tool_call', 'said_overview', 'said_zoom', 'said_next',
            'SeeingExpert', 'zoom_prompt', 'perception_examples', 'linear_patches', 'pooled_tokens', 'train_eyes',
            'heads_accuracy', 'perception_chats', 'train_words', 'parse_caption', 'plot_chat', 'read_plots',
-           'caption_scores', 'layout_chat', 'layout_chats', 'run_perception', 'load_examples', 'replay_chats']
+           'caption_scores', 'layout_chat', 'layout_chats', 'read_layout', 'run_perception', 'load_examples',
+           'replay_chats']
 
 # %% ../nbs/13a_seeing.ipynb #4d9ce770
 @dataclass(frozen=True)
@@ -434,14 +435,17 @@ def read_plots(model_dir, # a Qwen2.5-VL folder
                max_new_tokens:int=64, # caption budget
                before=()) -> list: # chat messages placed before the plot, e.g. the agent's system prompt
     "What the model says about each example's plot (greedy); `before` moves the plot to where the agent sees it."
+    return _generate(model_dir, [plot_chat(e, before) for e in examples], [[e["image"]] for e in examples], batch_size, max_new_tokens)
+
+def _generate(model_dir, chats, images, batch_size, max_new_tokens):
+    "Greedy replies to chats whose image parts are placeholders; `images[i]` are chat i's plots in order."
     torch = _torch()
     from speco3.tiny import load_tiny
     model, processor = load_tiny(model_dir)
     said = []
-    for i in range(0, len(examples), batch_size):
-        chunk = examples[i:i + batch_size]
-        texts = [processor.apply_chat_template(plot_chat(e, before), tokenize=False, add_generation_prompt=True) for e in chunk]
-        enc = processor(text=texts, images=[[e["image"]] for e in chunk], return_tensors="pt", padding=True, padding_side="left")
+    for i in range(0, len(chats), batch_size):
+        texts = [processor.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in chats[i:i + batch_size]]
+        enc = processor(text=texts, images=images[i:i + batch_size], return_tensors="pt", padding=True, padding_side="left")
         with torch.no_grad(): ids = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False)
         said += [t.strip() for t in processor.batch_decode(ids[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)]
     return said
@@ -499,6 +503,31 @@ def layout_chats(examples, # perception examples: overviews and zooms (a zoom ne
     ovs = {e["sample_id"]: e for e in examples if e["kind"] == "overview"}
     pool = [e for e in examples if e["sample_id"] in ovs]
     return [layout_chat(e, ovs[e["sample_id"]]) for e in random.Random(seed).sample(pool, min(int(n), len(pool)))]
+
+def _placeholders(chat):
+    "The chat with its image parts as placeholders, and those images in order."
+    images, out = [], []
+    for m in chat:
+        parts = m.get("content")
+        if isinstance(parts, list):
+            images += [p["image"] for p in parts if p.get("type") == "image"]
+            m = dict(m, content=[{"type": "image"} if p.get("type") == "image" else p for p in parts])
+        out.append(m)
+    return out, images
+
+_SAID = re.compile(r"(?:Overview:|The zoom on .+? shows) (.+?)\.(?:\s|<|$)")
+
+def read_layout(model_dir, # a Qwen2.5-VL folder
+                examples, # perception examples (a zoom's overview must be among them)
+                batch_size:int=16, # plots per generate call
+                max_new_tokens:int=64) -> list: # reply budget
+    "What the model says each plot shows where the agent sees it (`layout_chat`): the caption in its reply, else the whole reply."
+    ovs = {e["sample_id"]: e for e in examples if e["kind"] == "overview"}
+    missing = [e["sample_id"] for e in examples if e["sample_id"] not in ovs]
+    if missing: raise ValueError(f"read_layout: {len(missing)} plot(s) without their spectrum's overview among the examples, e.g. {missing[0]}")
+    chats, images = zip(*[_placeholders(layout_chat(e, ovs[e["sample_id"]], target=False)) for e in examples]) if examples else ((), ())
+    replies = _generate(model_dir, list(chats), list(images), batch_size, max_new_tokens)
+    return [m[1] if (m := _SAID.search(t)) else t for t in replies]
 
 # %% ../nbs/13a_seeing.ipynb #ed7947fc
 PERCEPTION = {  # profile -> sizes of the perception stage (gpu and paper start from a real VLM and skip it)
