@@ -19,8 +19,8 @@ __all__ = ['L', 'LINE_STATES', 'HEAD_STATES', 'C2_STATES', 'OVERVIEW', 'FEATURES
            'PERCEPTION', 'Feature', 'seen', 'caption', 'plain', 'tool_call', 'said_overview', 'said_zoom', 'said_next',
            'SeeingExpert', 'zoom_prompt', 'perception_examples', 'linear_patches', 'pooled_tokens', 'train_eyes',
            'heads_accuracy', 'perception_chats', 'train_words', 'parse_caption', 'plot_chat', 'read_plots',
-           'caption_scores', 'layout_chat', 'layout_chats', 'read_layout', 'run_perception', 'load_examples',
-           'replay_chats']
+           'caption_scores', 'layout_chat', 'layout_chats', 'read_layout', 'said_in_trajectories', 'run_perception',
+           'load_examples', 'replay_chats']
 
 # %% ../nbs/13a_seeing.ipynb #4d9ce770
 @dataclass(frozen=True)
@@ -528,6 +528,29 @@ def read_layout(model_dir, # a Qwen2.5-VL folder
     chats, images = zip(*[_placeholders(layout_chat(e, ovs[e["sample_id"]], target=False)) for e in examples]) if examples else ((), ())
     replies = _generate(model_dir, list(chats), list(images), batch_size, max_new_tokens)
     return [m[1] if (m := _SAID.search(t)) else t for t in replies]
+
+# %% ../nbs/13a_seeing.ipynb #e057e367
+_OV_SAID, _ZOOM_SAID = re.compile(r"Overview: (.+?)\.(?=\s|<|$)"), re.compile(r"The zoom on (.+?) shows (.+?)\.(?=\s|<|$)")
+
+def said_in_trajectories(records, # trajectory records (`speco3.agent.read_trajectories`)
+                         spectra) -> tuple: # {sample_id: Spectrum} of the vetted spectra
+    "(examples, said) for `caption_scores`: each caption a trajectory's reasoning gives, and what the spectrum shows there."
+    ex, said = [], []
+    for rec in records:
+        s, task = spectra.get(rec.get("sample_id")), rec.get("task")
+        if s is None or task not in TASKS: continue
+        text = "\n".join(t.get("text") or "" for t in rec.get("turns") or [])
+        m, ends = measurements(s), SpectralVisualizationTool.from_spectrum(s).data_range
+        base = dict(sample_id=rec["sample_id"], task=task)
+        if mo := _OV_SAID.search(text):
+            ex.append(dict(base, kind="overview", window=None, states=seen(m))); said.append(mo[1])
+        windows = {n: (a, b) for a, b, n in TASKS[task].windows}
+        for name, cap in _ZOOM_SAID.findall(text):
+            if name not in windows: continue   # a window the guidelines do not name: nothing to check it against
+            lo, hi = windows[name]
+            ex.append(dict(base, kind="zoom", window=(lo, hi), states=seen(m, (max(lo, ends[0]), min(hi, ends[1])) if ends else (lo, hi))))
+            said.append(cap)
+    return ex, said
 
 # %% ../nbs/13a_seeing.ipynb #ed7947fc
 PERCEPTION = {  # profile -> sizes of the perception stage (gpu and paper start from a real VLM and skip it)
