@@ -14,8 +14,8 @@ from . import profiles
 # %% auto #0
 __all__ = ['PROFILES', 'check_profile', 'output_dirs', 'git_commit', 'environment', 'machine', 'write_run_record', 'save_figure',
            'work_parts', 'predictions_path', 'save_predictions', 'main_table_from', 'benchmark_dir', 'relative',
-           'vet_model', 'load_predictions', 'behaviour_table', 'folder_bytes', 'write_reproduce_summary',
-           'keep_notebook', 'scrub_paths']
+           'vet_model', 'load_predictions', 'behaviour_table', 'reading_table', 'folder_bytes',
+           'write_reproduce_summary', 'keep_notebook', 'scrub_paths']
 
 # %% ../nbs/90_reproduce.ipynb #2e82fe7d
 PROFILES = profiles.PROFILES  # the names live in speco3.profiles, with every stage's settings (`profiles.table()`)
@@ -265,6 +265,21 @@ def behaviour_table(records:dict, # row name -> trajectory records (or saved pre
                          yes_rate=100 * (said == "YES").mean() if len(said) else np.nan, macro_acc=100 * s["macro_acc"], macro_f1=100 * s["macro_f1"],
                          lenient_macro_acc=100 * s["lenient_macro_acc"], lenient_macro_f1=100 * s["lenient_macro_f1"]))
     return pd.DataFrame(rows).set_index("policy").round(1), evals
+
+# %% ../nbs/90_reproduce.ipynb #969082be
+def reading_table(records:dict, # row name -> trajectory records; rows without turns (saved predictions) give none
+                  samples) -> "pd.DataFrame": # the benchmark rows that were vetted (their spectra)
+    "Per row and kind of plot: the captions' feature states in the trajectories (n), the share said right, the share the majority state gets."
+    import pandas as pd
+    from speco3.io import read_spectrum
+    from speco3.seeing import said_in_trajectories, caption_scores
+    spectra = {r["extra_info"]["name"]: read_spectrum(r) for r in samples}
+    out = {}
+    for name, recs in records.items():
+        ex, words = said_in_trajectories(recs, spectra)
+        if ex: out[name] = caption_scores(ex, words, ex).loc[lambda d: d.index.str.startswith("all")].rename(index=lambda k: k.removeprefix("all ") if k != "all" else k)
+    if not out: return pd.DataFrame(columns=["n", "said_right", "majority"], index=pd.MultiIndex.from_tuples([], names=["policy", "plots"]))
+    return pd.concat(out, names=["policy", "plots"]).rename(columns={"model": "said_right"})
 
 # %% ../nbs/90_reproduce.ipynb #4d3a1289
 def folder_bytes(path # a file or folder
