@@ -15,12 +15,12 @@ from .prompts import TASKS, PAPER_TASKS
 from .tool import SpectralVisualizationTool, TOOL_NAME
 
 # %% auto #0
-__all__ = ['L', 'LINE_STATES', 'HEAD_STATES', 'C2_STATES', 'OVERVIEW', 'FEATURES', 'PROMPT_OVERVIEW', 'STATES', 'WORDS',
+__all__ = ['L', 'LINE_STATES', 'HEAD_STATES', 'C2_STATES', 'OVERVIEW', 'FEATURES', 'PROMPT_OVERVIEW', 'STATES', 'WORDS', 'LAYOUT',
            'PERCEPTION', 'Feature', 'seen', 'caption', 'plain', 'tool_call', 'said_overview', 'said_zoom', 'said_next',
            'SeeingExpert', 'zoom_prompt', 'perception_examples', 'linear_patches', 'pooled_tokens', 'train_eyes',
            'heads_accuracy', 'perception_chats', 'train_words', 'parse_caption', 'plot_chat', 'read_plots',
-           'caption_scores', 'layout_chat', 'layout_chats', 'read_layout', 'said_in_trajectories', 'run_perception',
-           'load_examples', 'replay_chats']
+           'caption_scores', 'layout_chat', 'layout_chats', 'train_layout', 'read_layout', 'said_in_trajectories',
+           'run_perception', 'perception_model', 'load_examples', 'replay_chats']
 
 # %% ../nbs/13a_seeing.ipynb #4d9ce770
 @dataclass(frozen=True)
@@ -400,13 +400,10 @@ def train_words(model_dir, # the eyes' model folder (`train_eyes(...)["model_dir
                 profile="cpu", # speco3.sft profile the settings start from
                 seed:int=0, # data order
                 progress:bool=False, # progress bar and logs
-                layout:float=0, # also this many chats per training plot in the agent's layout (`layout_chats`, at most 1)
                 **overrides) -> dict: # SFT settings over `WORDS` (e.g. num_train_epochs, max_steps)
     "Teach the language model of `model_dir` to say what each plot shows; returns `train_sft`'s metrics."
-    from speco3.sft import train_sft, mix_in
-    chats = perception_chats(train)
-    if layout: chats = mix_in(chats, layout_chats(train, round(layout * len(train)), seed), seed)
-    return train_sft(chats, out_dir, profile=profile, model=str(model_dir), seed=seed, name="words",
+    from speco3.sft import train_sft
+    return train_sft(perception_chats(train), out_dir, profile=profile, model=str(model_dir), seed=seed, name="words",
                      progress=progress, **{**WORDS, **overrides})
 
 # %% ../nbs/13a_seeing.ipynb #116953b3
@@ -504,6 +501,26 @@ def layout_chats(examples, # perception examples: overviews and zooms (a zoom ne
     pool = [e for e in examples if e["sample_id"] in ovs]
     return [layout_chat(e, ovs[e["sample_id"]]) for e in random.Random(seed).sample(pool, min(int(n), len(pool)))]
 
+LAYOUT = dict(learning_rate=1e-3, num_train_epochs=1, per_device_train_batch_size=8, warmup_steps=0.05, save_steps=100,
+              freeze_vision=True)  # the layout step's settings over the cpu SFT profile
+
+def train_layout(model_dir, # the words model folder (`train_words(...)["model_dir"]`)
+                 train, # perception examples
+                 out_dir, # run folder (speco3.sft layout)
+                 n_layout:int, # chats in the agent's layout (`layout_chats`)
+                 n_plain:int, # plain chats replayed beside them (`perception_chats`)
+                 profile="cpu", # speco3.sft profile the settings start from
+                 seed:int=0, # which plots, data order
+                 progress:bool=False, # progress bar and logs
+                 **overrides) -> dict: # SFT settings over `LAYOUT` (e.g. max_steps)
+    "Teach a words model to read plots where the agent sees them; returns `train_sft`'s metrics."
+    from speco3.sft import train_sft
+    rng = random.Random(seed)
+    chats = layout_chats(train, n_layout, seed) + perception_chats(rng.sample(train, min(int(n_plain), len(train))))
+    rng.shuffle(chats)
+    return train_sft(chats, out_dir, profile=profile, model=str(model_dir), seed=seed, name="words-layout",
+                     progress=progress, **{**LAYOUT, **overrides})
+
 def _placeholders(chat):
     "The chat with its image parts as placeholders, and those images in order."
     images, out = [], []
@@ -554,10 +571,12 @@ def said_in_trajectories(records, # trajectory records (`speco3.agent.read_traje
 
 # %% ../nbs/13a_seeing.ipynb #ed7947fc
 PERCEPTION = {  # profile -> sizes of the perception stage (gpu and paper start from a real VLM and skip it)
-    "smoke": dict(n_per_task=2, n_test_per_task=1, zooms=2, eyes_epochs=1, eyes={}, words=dict(max_steps=4)),
+    "smoke": dict(n_per_task=2, n_test_per_task=1, zooms=2, eyes_epochs=1, eyes={}, words=dict(max_steps=4),
+                  layout=dict(n_layout=4, n_plain=2, max_steps=2)),
     "cpu":   dict(n_per_task=200, n_test_per_task=20, zooms="task", eyes_epochs=15, eyes=dict(batch_size=8, lr=5e-4),
-                  words=dict(num_train_epochs=2)),
-}  # cpu: every window of the task as a zoom, small batches (more steps: the tower's zoom reading starts after a plateau)
+                  words=dict(num_train_epochs=2), layout=dict(n_layout=4000, n_plain=1600)),
+}  # cpu: every window of the task as a zoom, small batches (more steps: the tower's zoom reading starts after a plateau);
+   # layout: 4 000 plots where the agent sees them and 1 600 plain ones, one epoch (700 steps)
 
 def _examples(folder, made_with, make):
     "Perception examples cached in `folder` (images as PNG, the rest as JSON), made by `make()` when absent; `made_with` must match."
@@ -599,7 +618,11 @@ def run_perception(run_dir, # folder of the stage: examples, base model, eyes, w
                         progress=progress, **p["words"])
     out = dict(profile=profile, seed=seed, size=size, style=style, sizes=p, n_train=len(train), n_test=len(test),
                model_dir=words["model_dir"], eyes=eyes, words=words)
-    said = {"eyes + words": read_plots(words["model_dir"], test)}
+    if p.get("layout"):
+        out["layout"] = train_layout(words["model_dir"], train, run / "words-layout", profile=profile, seed=seed, progress=progress, **p["layout"])
+        out["model_dir"] = out["layout"]["model_dir"]
+    (run / "model.json").write_text(json.dumps({"model_dir": Path(out["model_dir"]).relative_to(run).as_posix()}))
+    said = {"eyes + words": read_plots(out["model_dir"], test)}
     if control:
         blind = train_words(base, train, run / "words-blind", profile=profile, seed=seed,
                             progress=progress, **p["words"])
@@ -608,6 +631,12 @@ def run_perception(run_dir, # folder of the stage: examples, base model, eyes, w
     out["scores"] = {k: caption_scores(test, v, train) for k, v in said.items()}
     out["said"], out["test"], out["train"] = said, test, train
     return out
+
+def perception_model(run_dir): # a perception run folder
+    "The model folder a finished perception run ends with (what SFT starts from); a one-line error when there is none."
+    pointer = Path(run_dir) / "model.json"
+    if not pointer.exists(): raise FileNotFoundError(f"{run_dir}: no finished perception run here (run 03b_perception / run_perception first)")
+    return Path(run_dir) / json.loads(pointer.read_text())["model_dir"]
 
 # %% ../nbs/13a_seeing.ipynb #b9fc0157
 def load_examples(folder): # train/ or test/ of a perception run
