@@ -277,7 +277,7 @@ def reading_table(records:dict, # row name -> trajectory records; rows without t
     out = {}
     for name, recs in records.items():
         ex, words = said_in_trajectories(recs, spectra)
-        if ex: out[name] = caption_scores(ex, words, ex).loc[lambda d: d.index.str.startswith("all")].rename(index=lambda k: k.removeprefix("all ") if k != "all" else k)
+        if ex: out[name] = caption_scores(ex, words, ex).loc[lambda d: d.index.str.startswith("all")].rename(index=lambda k: k.removeprefix("all "))
     if not out: return pd.DataFrame(columns=["n", "said_right", "majority"], index=pd.MultiIndex.from_tuples([], names=["policy", "plots"]))
     return pd.concat(out, names=["policy", "plots"]).rename(columns={"model": "said_right"})
 
