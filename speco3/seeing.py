@@ -15,12 +15,12 @@ from .prompts import TASKS, PAPER_TASKS
 from .tool import SpectralVisualizationTool, TOOL_NAME
 
 # %% auto #0
-__all__ = ['L', 'LINE_STATES', 'HEAD_STATES', 'C2_STATES', 'OVERVIEW', 'FEATURES', 'PROMPT_OVERVIEW', 'STATES', 'WORDS', 'LAYOUT',
-           'PERCEPTION', 'Feature', 'seen', 'caption', 'plain', 'tool_call', 'said_overview', 'said_zoom', 'said_next',
-           'SeeingExpert', 'zoom_prompt', 'perception_examples', 'linear_patches', 'pooled_tokens', 'train_eyes',
-           'heads_accuracy', 'perception_chats', 'train_words', 'parse_caption', 'plot_chat', 'read_plots',
-           'caption_scores', 'layout_chat', 'layout_chats', 'train_layout', 'read_layout', 'said_in_trajectories',
-           'run_perception', 'perception_model', 'load_examples', 'replay_chats']
+__all__ = ['L', 'LINE_STATES', 'HEAD_STATES', 'C2_STATES', 'OVERVIEW', 'FEATURES', 'READING_PLAN', 'PROMPT_OVERVIEW', 'STATES',
+           'WORDS', 'LAYOUT', 'PERCEPTION', 'Feature', 'seen', 'caption', 'plain', 'tool_call', 'said_overview',
+           'said_zoom', 'said_next', 'SeeingExpert', 'reading_plan', 'zoom_prompt', 'perception_examples',
+           'linear_patches', 'pooled_tokens', 'train_eyes', 'heads_accuracy', 'perception_chats', 'train_words',
+           'parse_caption', 'plot_chat', 'read_plots', 'caption_scores', 'layout_chat', 'layout_chats', 'train_layout',
+           'read_layout', 'said_in_trajectories', 'run_perception', 'perception_model', 'load_examples', 'replay_chats']
 
 # %% ../nbs/13a_seeing.ipynb #4d9ce770
 @dataclass(frozen=True)
@@ -185,17 +185,31 @@ class SeeingExpert(ScriptedExpertPolicy):
     def __init__(self,
                  guided=False, # cold-start drafting: a marginal deciding criterion yields to `episode.truth`
                  guided_margin=1.0, # how marginal (units of the criterion's scale) a measurement must be to yield
-                 name="seeing-expert"): # recorded as the policy name
+                 name="seeing-expert", # recorded as the policy name
+                 plan="evidence"): # zooms: "evidence", the windows of the deciding rule's evidence; "fixed", `reading_plan` whatever the verdict
+        if plan not in ("evidence", "fixed"): raise ValueError(f"plan {plan!r} is unknown; use 'evidence' or 'fixed'")
         super().__init__(guided, guided_margin, name)
-        self.audit = {}  # sample_id -> the deciding rule, its verdict and the measured evidence (with numbers)
+        self.plan, self.audit = plan, {}  # sample_id -> the deciding rule, its verdict and the measured evidence (with numbers)
 
-    def describe(self): return super().describe() | {"writes": "what the plots show"}
+    def describe(self): return super().describe() | {"writes": "what the plots show", "plan": self.plan}
 
 
 # %% ../nbs/13a_seeing.ipynb #884eda2b
+READING_PLAN = 4  # zooms of a fixed plan
+
+def reading_plan(task:str, # task key
+                 covered, # per guideline window of the task: does the data cover it (`speco3.expert.covered_windows`)
+                 n:int=READING_PLAN): # at most this many windows
+    "The task's first `n` guideline windows (most decisive first) that the data covers and that show a named feature: the same zooms for every spectrum of the task."
+    return [i for i, (lo, hi, _) in enumerate(TASKS[task].windows)
+            if covered[i] and any(lo <= f.wavelength <= hi for f in FEATURES)][:n]
+
 def _state(self, ep):
     "The scripted expert's state of an episode (measurements, decision, zoom plan, the data's ends), its evidence kept in `audit`."
     st = ScriptedExpertPolicy._state(self, ep)
+    if getattr(self, "plan", "evidence") == "fixed" and not st.get("fixed"):   # before the first zoom
+        budget = max(ep.max_tool_calls - ep.n_tool_calls, 0)
+        st.update(plan=reading_plan(ep.task, covered_windows(ep.spectrum, ep.task))[:budget], fixed=True)
     if ep.sample_id not in self.audit:
         d = st["decision"]
         self.audit[ep.sample_id] = dict(task=ep.task, rule=d.rule, measured=d.verdict, evidence=[e.text for e in d.evidence])
