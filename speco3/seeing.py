@@ -18,9 +18,10 @@ from .tool import SpectralVisualizationTool, TOOL_NAME
 __all__ = ['L', 'LINE_STATES', 'HEAD_STATES', 'C2_STATES', 'OVERVIEW', 'FEATURES', 'READING_PLAN', 'PROMPT_OVERVIEW', 'STATES',
            'WORDS', 'LAYOUT', 'PERCEPTION', 'Feature', 'seen', 'caption', 'plain', 'tool_call', 'said_overview',
            'said_zoom', 'said_next', 'SeeingExpert', 'reading_plan', 'zoom_prompt', 'perception_examples',
-           'linear_patches', 'pooled_tokens', 'train_eyes', 'heads_accuracy', 'perception_chats', 'train_words',
-           'parse_caption', 'plot_chat', 'read_plots', 'caption_scores', 'layout_chat', 'layout_chats', 'train_layout',
-           'read_layout', 'said_in_trajectories', 'run_perception', 'perception_model', 'load_examples', 'replay_chats']
+           'linear_patches', 'pooled_tokens', 'train_eyes', 'heads_accuracy', 'perception_chats', 'balanced',
+           'train_words', 'parse_caption', 'plot_chat', 'read_plots', 'caption_scores', 'layout_chat', 'layout_chats',
+           'train_layout', 'read_layout', 'said_in_trajectories', 'run_perception', 'perception_model', 'load_examples',
+           'replay_chats']
 
 # %% ../nbs/13a_seeing.ipynb #4d9ce770
 @dataclass(frozen=True)
@@ -341,7 +342,7 @@ def train_eyes(model_dir, # a Qwen2.5-VL folder (e.g. `speco3.tiny.build_tiny`'s
     if not train: raise ValueError("train_eyes needs at least one perception example")
     if (done := out / "eyes.json").exists():   # a finished run is read back, not retrained
         rec, want = json.loads(done.read_text()), dict(n_train=len(train), epochs=epochs, lr=lr, batch_size=batch_size)
-        if {k: rec.get(k) for k in want} == want: return rec
+        if {k: rec.get(k) for k in want} == want: return rec | {"model_dir": str(out / "model")}  # where it lies now, not where it was run from
         raise ValueError(f"{out}: holds an eyes run of {', '.join(f'{k}={rec.get(k)}' for k in want)}, not "
                          f"{', '.join(f'{k}={v}' for k, v in want.items())}; use another folder")
     model, processor = load_tiny(model_dir)
@@ -408,16 +409,42 @@ def perception_chats(examples): # perception examples
 WORDS = dict(learning_rate=2e-3, num_train_epochs=4, per_device_train_batch_size=16, warmup_steps=0.02, save_steps=100,
              freeze_vision=True)  # the words run's settings over the cpu SFT profile
 
+def _stamp(out_dir, what, settings):
+    "Record the settings a step's folder is trained with; a folder trained with other settings is refused, not read back."
+    f, settings = Path(out_dir) / "made_with.json", json.loads(json.dumps(settings, default=str))
+    if f.exists() and (old := json.loads(f.read_text())) != settings:
+        raise ValueError(f"{out_dir}: holds a {what} run made with {old}, not {settings}; use another folder")
+    f.parent.mkdir(parents=True, exist_ok=True); f.write_text(json.dumps(settings))
+
+def balanced(examples, # perception examples
+             n:int, # how many to draw (with replacement)
+             seed:int=0) -> list: # which ones
+    """`n` examples drawn so that every feature is read as often as every other, and each of its states in proportion to
+    the square root of how often it occurs: a feature only one task's zooms show (Hα) or a rare state (a narrow line)
+    gets as many training steps as the continuum of every overview."""
+    by = {}
+    for e in examples:
+        for k, v in e["states"].items(): by.setdefault(k, {}).setdefault(v, []).append(e)
+    if n > 0 and not by: raise ValueError("balanced: no example shows a feature state to balance on")
+    rng, feats, out = random.Random(seed), sorted(by), []
+    for _ in range(int(n)):
+        states = by[rng.choice(feats)]
+        keys = sorted(states)
+        out.append(rng.choice(states[rng.choices(keys, [len(states[s]) ** 0.5 for s in keys])[0]]))
+    return out
+
 def train_words(model_dir, # the eyes' model folder (`train_eyes(...)["model_dir"]`)
                 train, # perception examples
                 out_dir, # run folder (speco3.sft layout: checkpoints/, model/, loss curve)
                 profile="cpu", # speco3.sft profile the settings start from
                 seed:int=0, # data order
                 progress:bool=False, # progress bar and logs
+                balance:bool=False, # draw as many chats as `train` has with `balanced` instead of each once
                 **overrides) -> dict: # SFT settings over `WORDS` (e.g. num_train_epochs, max_steps)
     "Teach the language model of `model_dir` to say what each plot shows; returns `train_sft`'s metrics."
     from speco3.sft import train_sft
-    return train_sft(perception_chats(train), out_dir, profile=profile, model=str(model_dir), seed=seed, name="words",
+    _stamp(out_dir, "words", dict(n_train=len(train), balance=balance, seed=seed, **overrides))
+    return train_sft(perception_chats(balanced(train, len(train), seed) if balance else train), out_dir, profile=profile, model=str(model_dir), seed=seed, name="words",
                      progress=progress, **{**WORDS, **overrides})
 
 # %% ../nbs/13a_seeing.ipynb #116953b3
@@ -508,12 +535,14 @@ def layout_chat(example, # a perception example
     return msgs + ([{"role": "assistant", "content": [{"type": "text", "text": f"<think>{said}"}]}] if target else [])
 
 def layout_chats(examples, # perception examples: overviews and zooms (a zoom needs its spectrum's overview among them)
-                 n:int, # how many chats; at most one per plot
-                 seed:int=0) -> list: # which plots
+                 n:int, # how many chats; at most one per plot (unless balanced)
+                 seed:int=0, # which plots
+                 balance:bool=False) -> list: # draw the plots with `balanced` (with replacement)
     "`n` plots drawn from `examples`, each in the agent's layout with its caption (`layout_chat`)."
     ovs = {e["sample_id"]: e for e in examples if e["kind"] == "overview"}
     pool = [e for e in examples if e["sample_id"] in ovs]
-    return [layout_chat(e, ovs[e["sample_id"]]) for e in random.Random(seed).sample(pool, min(int(n), len(pool)))]
+    picked = balanced(pool, n, seed) if balance else random.Random(seed).sample(pool, min(int(n), len(pool)))
+    return [layout_chat(e, ovs[e["sample_id"]]) for e in picked]
 
 LAYOUT = dict(learning_rate=1e-3, num_train_epochs=1, per_device_train_batch_size=8, warmup_steps=0.05, save_steps=100,
               freeze_vision=True)  # the layout step's settings over the cpu SFT profile
@@ -526,11 +555,14 @@ def train_layout(model_dir, # the words model folder (`train_words(...)["model_d
                  profile="cpu", # speco3.sft profile the settings start from
                  seed:int=0, # which plots, data order
                  progress:bool=False, # progress bar and logs
+                 balance:bool=False, # draw both kinds of chats with `balanced`
                  **overrides) -> dict: # SFT settings over `LAYOUT` (e.g. max_steps)
     "Teach a words model to read plots where the agent sees them; returns `train_sft`'s metrics."
     from speco3.sft import train_sft
+    _stamp(out_dir, "layout", dict(n_train=len(train), n_layout=n_layout, n_plain=n_plain, balance=balance, seed=seed, **overrides))
     rng = random.Random(seed)
-    chats = layout_chats(train, n_layout, seed) + perception_chats(rng.sample(train, min(int(n_plain), len(train))))
+    plain = balanced(train, n_plain, seed + 1) if balance else rng.sample(train, min(int(n_plain), len(train)))
+    chats = layout_chats(train, n_layout, seed, balance) + perception_chats(plain)
     rng.shuffle(chats)
     return train_sft(chats, out_dir, profile=profile, model=str(model_dir), seed=seed, name="words-layout",
                      progress=progress, **{**LAYOUT, **overrides})
