@@ -208,7 +208,7 @@ def reading_plan(task:str, # task key
 def _state(self, ep):
     "The scripted expert's state of an episode (measurements, decision, zoom plan, the data's ends), its evidence kept in `audit`."
     st = ScriptedExpertPolicy._state(self, ep)
-    if getattr(self, "plan", "evidence") == "fixed" and not st.get("fixed"):   # before the first zoom
+    if self.plan == "fixed" and not st.get("fixed"):   # once per episode, before the first zoom
         budget = max(ep.max_tool_calls - ep.n_tool_calls, 0)
         st.update(plan=reading_plan(ep.task, covered_windows(ep.spectrum, ep.task))[:budget], fixed=True)
     if ep.sample_id not in self.audit:
