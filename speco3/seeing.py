@@ -16,12 +16,12 @@ from .tool import SpectralVisualizationTool, TOOL_NAME
 
 # %% auto #0
 __all__ = ['L', 'LINE_STATES', 'HEAD_STATES', 'C2_STATES', 'OVERVIEW', 'FEATURES', 'READING_PLAN', 'PROMPT_OVERVIEW', 'STATES',
-           'WORDS', 'LAYOUT', 'PERCEPTION', 'Feature', 'seen', 'caption', 'plain', 'tool_call', 'said_overview',
-           'said_zoom', 'said_next', 'SeeingExpert', 'reading_plan', 'zoom_prompt', 'perception_examples',
-           'linear_patches', 'pooled_tokens', 'train_eyes', 'heads_accuracy', 'perception_chats', 'balanced',
-           'train_words', 'parse_caption', 'plot_chat', 'read_plots', 'caption_scores', 'layout_chat', 'layout_chats',
-           'train_layout', 'read_layout', 'said_in_trajectories', 'run_perception', 'perception_model', 'load_examples',
-           'replay_chats']
+           'WORDS', 'RARE', 'RARE_STEP', 'LAYOUT', 'PERCEPTION', 'Feature', 'seen', 'caption', 'plain', 'tool_call',
+           'said_overview', 'said_zoom', 'said_next', 'SeeingExpert', 'reading_plan', 'zoom_prompt',
+           'perception_examples', 'linear_patches', 'pooled_tokens', 'train_eyes', 'heads_accuracy', 'perception_chats',
+           'balanced', 'train_words', 'rare_examples', 'train_rare', 'parse_caption', 'plot_chat', 'read_plots',
+           'caption_scores', 'layout_chat', 'layout_chats', 'train_layout', 'read_layout', 'said_in_trajectories',
+           'run_perception', 'perception_model', 'load_examples', 'replay_chats']
 
 # %% ../nbs/13a_seeing.ipynb #4d9ce770
 @dataclass(frozen=True)
@@ -274,14 +274,16 @@ def perception_examples(samples, # Samples (e.g. `speco3.coldstart.simulate_samp
             rest = [w for w in every if w not in own]
             rng.shuffle(rest)
             windows = (own + rest)[:zooms]
-        for lo, hi, name in windows:
-            r = tool.execute([lo, hi], name)
-            if r.image is None: continue   # the window lies outside the data
-            a, b = max(lo, tool.data_range[0]), min(hi, tool.data_range[1])
-            st = seen(m, (a, b))
-            out.append(dict(image=r.image, prompt=zoom_prompt(lo, hi), caption=caption(st), states=st, kind="zoom",
-                            window=(lo, hi), sample_id=s.sample_id, task=s.task, truth=s.truth))
+        out += [z for lo, hi, name in windows if (z := _zoom_example(s, m, tool, lo, hi, name))]
     return out
+
+def _zoom_example(s, m, tool, lo, hi, name): # a Sample, its measurements, its tool, a window
+    "The perception example of one zoom, or None when the window lies outside the data."
+    r = tool.execute([lo, hi], name)
+    if r.image is None: return None
+    st = seen(m, (max(lo, tool.data_range[0]), min(hi, tool.data_range[1])))
+    return dict(image=r.image, prompt=zoom_prompt(lo, hi), caption=caption(st), states=st, kind="zoom",
+                window=(lo, hi), sample_id=s.sample_id, task=s.task, truth=s.truth)
 
 # %% ../nbs/13a_seeing.ipynb #0622940c
 def _torch():
@@ -446,6 +448,45 @@ def train_words(model_dir, # the eyes' model folder (`train_eyes(...)["model_dir
     _stamp(out_dir, "words", dict(n_train=len(train), balance=balance, seed=seed, **overrides))
     return train_sft(perception_chats(balanced(train, len(train), seed) if balance else train), out_dir, profile=profile, model=str(model_dir), seed=seed, name="words",
                      progress=progress, **{**WORDS, **overrides})
+
+# %% ../nbs/13a_seeing.ipynb #927c947a
+RARE = {"cv": ("H-alpha",), "gm": ("CaH 6830, 6975",), "wd": ("H-beta", "H-gamma")}  # task -> the guideline windows whose deciding states are rare
+
+def rare_examples(samples, # Samples (e.g. `simulate_samples(n, tasks=tuple(RARE))`); tasks without windows are passed over
+                  style:str="fast", # renderer style: the style the agent will use
+                  windows=RARE) -> list: # task -> names of its guideline windows to zoom into
+    "Zoom examples of each spectrum's deciding windows only: more plots of the states that decide a task and are rare."
+    out = []
+    for s in samples:
+        names = set(windows.get(s.task, ()))
+        if not names: continue
+        picked = [w for w in TASKS[s.task].windows if w[2] in names]
+        if len(picked) != len(names):
+            raise ValueError(f"rare_examples: {s.task} has no guideline window named {sorted(names - {w[2] for w in picked})}")
+        m, tool = measurements(s.spectrum), SpectralVisualizationTool.from_spectrum(s.spectrum, style=style)
+        out += [z for lo, hi, name in picked if (z := _zoom_example(s, m, tool, lo, hi, name))]
+    return out
+
+RARE_STEP = dict(num_train_epochs=1, freeze_vision=False)  # the rare-state step's settings over `WORDS`
+
+def train_rare(model_dir, # the words model folder (`train_words(...)["model_dir"]`)
+               rare, # `rare_examples`
+               train, # the perception training examples, replayed beside them (as many)
+               out_dir, # run folder (speco3.sft layout)
+               profile="cpu", # speco3.sft profile the settings start from
+               seed:int=0, # which plots are replayed, data order
+               progress:bool=False, # progress bar and logs
+               **overrides) -> dict: # SFT settings over `RARE_STEP` and `WORDS`
+    "Teach a words model the rare deciding states: `rare` and as many replayed plain plots; returns `train_sft`'s metrics."
+    from speco3.sft import train_sft
+    if not rare: raise ValueError("train_rare needs at least one rare-state example (rare_examples drew none)")
+    _stamp(out_dir, "rare-state", dict(n_rare=len(rare), n_train=len(train), seed=seed, **overrides))
+    rng = random.Random(seed)
+    chats = perception_chats(rare + rng.sample(train, min(len(rare), len(train))))
+    rng.shuffle(chats)
+    return train_sft(chats, out_dir, profile=profile, model=str(model_dir), seed=seed, name="words-rare",
+                     progress=progress, **{**WORDS, **RARE_STEP, **overrides})
+
 
 # %% ../nbs/13a_seeing.ipynb #116953b3
 def parse_caption(text:str, # what a model said about a plot
@@ -618,11 +659,13 @@ def said_in_trajectories(records, # trajectory records (`speco3.agent.read_traje
 # %% ../nbs/13a_seeing.ipynb #ed7947fc
 PERCEPTION = {  # profile -> sizes of the perception stage (gpu and paper start from a real VLM and skip it)
     "smoke": dict(n_per_task=2, n_test_per_task=1, zooms=2, eyes_epochs=1, eyes={}, words=dict(max_steps=4),
-                  layout=dict(n_layout=4, n_plain=2, max_steps=2)),
+                  rare=dict(n_per_task=1, max_steps=2), layout=dict(n_layout=4, n_plain=2, max_steps=2)),
     "cpu":   dict(n_per_task=200, n_test_per_task=20, zooms="task", eyes_epochs=15, eyes=dict(batch_size=8, lr=5e-4),
-                  words=dict(num_train_epochs=2), layout=dict(n_layout=4000, n_plain=1600)),
+                  words=dict(num_train_epochs=2, freeze_vision=False), rare=dict(n_per_task=600),
+                  layout=dict(n_layout=4000, n_plain=1600)),
 }  # cpu: every window of the task as a zoom, small batches (more steps: the tower's zoom reading starts after a plateau);
-   # layout: 4 000 plots where the agent sees them and 1 600 plain ones, one epoch (700 steps)
+   # words: the tower and merger learn along; rare: 600 spectra per RARE task (about 2 400 zooms) and as many replayed
+   # plots, one epoch; layout: 4 000 plots where the agent sees them and 1 600 plain ones, one epoch (700 steps)
 
 def _examples(folder, made_with, make):
     "Perception examples cached in `folder` (images as PNG, the rest as JSON), made by `make()` when absent; `made_with` must match."
@@ -649,7 +692,7 @@ def run_perception(run_dir, # folder of the stage: examples, base model, eyes, w
                    control:bool=True, # also run the words step on the blind base model
                    progress:bool=False, # a line per epoch / a progress bar
                    **sizes) -> dict: # overrides of PERCEPTION[profile]
-    "Eyes then words on simulated plots; returns the model folder, curves and caption scores on held-out plots."
+    "Eyes, words, rare states and layout on simulated plots; returns the model folder, curves and caption scores on held-out plots."
     from speco3.coldstart import simulate_samples
     from speco3.tiny import build_tiny
     check_profile(profile, PERCEPTION, "perception", "gpu and paper start from a real VLM")
@@ -664,14 +707,20 @@ def run_perception(run_dir, # folder of the stage: examples, base model, eyes, w
                         progress=progress, **p["words"])
     out = dict(profile=profile, seed=seed, size=size, style=style, sizes=p, n_train=len(train), n_test=len(test),
                model_dir=words["model_dir"], eyes=eyes, words=words)
+    if r := dict(p.get("rare") or {}):
+        n = r.pop("n_per_task")
+        rare = _examples(run / "rare", dict(n_per_task=n, windows={k: list(v) for k, v in RARE.items()}, style=style, seed=seed),
+                         lambda: rare_examples(simulate_samples(n, tasks=tuple(RARE), seed=seed + 303), style))
+        out["rare"] = train_rare(words["model_dir"], rare, train, run / "words-rare", profile=profile, seed=seed, progress=progress, **r)
+        out["model_dir"], out["n_rare"] = out["rare"]["model_dir"], len(rare)
     if p.get("layout"):
-        out["layout"] = train_layout(words["model_dir"], train, run / "words-layout", profile=profile, seed=seed, progress=progress, **p["layout"])
+        out["layout"] = train_layout(out["model_dir"], train, run / "words-layout", profile=profile, seed=seed, progress=progress, **p["layout"])
         out["model_dir"] = out["layout"]["model_dir"]
     (run / "model.json").write_text(json.dumps({"model_dir": Path(out["model_dir"]).relative_to(run).as_posix()}))
     said = {"eyes + words": read_plots(out["model_dir"], test)}
     if control:
-        blind = train_words(base, train, run / "words-blind", profile=profile, seed=seed,
-                            progress=progress, **p["words"])
+        blind = train_words(base, train, run / "words-blind", profile=profile, seed=seed,  # the random tower stays as it is: blind
+                            progress=progress, **{**p["words"], "freeze_vision": True})
         out["control"] = blind
         said["words only (blind eyes)"] = read_plots(blind["model_dir"], test)
     out["scores"] = {k: caption_scores(test, v, train) for k, v in said.items()}
