@@ -742,7 +742,9 @@ def load_examples(folder): # train/ or test/ of a perception run
 
 def replay_chats(run_dir, # a perception run folder (`run_perception`'s run_dir)
                  n:int, # how many chats; at most every training plot once
-                 seed:int=0) -> list: # which plots
-    "`n` chats drawn from the run's training plots, to replay during SFT (`speco3.sft.mix_in`) so the model keeps reading single plots."
+                 seed:int=0, # which plots
+                 layout:bool=False) -> list: # each plot where the agent sees it (`layout_chats`) instead of alone
+    "`n` chats drawn from the run's training plots, to replay during SFT (`speco3.sft.mix_in`) so the model keeps reading plots."
     ex = load_examples(Path(run_dir) / "train")
+    if layout: return layout_chats(ex, n, seed)
     return perception_chats(random.Random(seed).sample(ex, min(int(n), len(ex))))

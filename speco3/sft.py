@@ -201,6 +201,7 @@ class SFTProfile:
     lora_dropout: float = 0.05
     keep_plots: int | None = None      # None: every plot in view (all profiles); k: one example per reply, newest k plots only
     replay: float = 0.0                # perception chats mixed in per trajectory (04_sft, from the perception model only; `mix_in`)
+    replay_layout: bool = False        # replay each plot where the agent sees it, after an overview (`seeing.layout_chats`), not alone
 
 PROFILES = {
     "paper": SFTProfile("paper", model="Qwen/Qwen2.5-VL-7B-Instruct"),
@@ -212,7 +213,7 @@ PROFILES = {
 }
 
 _FIXED = ("output_dir", "assistant_only_loss", "seed", "data_seed")  # train_sft sets these itself
-_OURS = ("name", "model", "tiny_size", "freeze_vision", "lora_r", "lora_alpha", "lora_dropout", "keep_plots", "replay")  # not SFTConfig's
+_OURS = ("name", "model", "tiny_size", "freeze_vision", "lora_r", "lora_alpha", "lora_dropout", "keep_plots", "replay", "replay_layout")  # not SFTConfig's
 
 def profile_table(profiles=None): # a dict of SFTProfile; None: PROFILES
     "The profiles side by side, one row per setting (a pandas DataFrame)."
