@@ -16,12 +16,12 @@ from .tool import SpectralVisualizationTool, TOOL_NAME
 
 # %% auto #0
 __all__ = ['L', 'LINE_STATES', 'HEAD_STATES', 'C2_STATES', 'OVERVIEW', 'FEATURES', 'READING_PLAN', 'PROMPT_OVERVIEW', 'STATES',
-           'WORDS', 'RARE', 'RARE_STEP', 'LAYOUT', 'PERCEPTION', 'Feature', 'seen', 'caption', 'plain', 'tool_call',
-           'said_overview', 'said_zoom', 'said_next', 'SeeingExpert', 'reading_plan', 'zoom_prompt',
+           'WORDS', 'RARE', 'RARE_STEP', 'DECIDE_STEP', 'LAYOUT', 'PERCEPTION', 'Feature', 'seen', 'caption', 'plain',
+           'tool_call', 'said_overview', 'said_zoom', 'said_next', 'SeeingExpert', 'reading_plan', 'zoom_prompt',
            'perception_examples', 'linear_patches', 'pooled_tokens', 'train_eyes', 'heads_accuracy', 'perception_chats',
-           'balanced', 'train_words', 'rare_examples', 'train_rare', 'parse_caption', 'plot_chat', 'read_plots',
-           'caption_scores', 'layout_chat', 'layout_chats', 'train_layout', 'read_layout', 'said_in_trajectories',
-           'run_perception', 'perception_model', 'load_examples', 'replay_chats']
+           'balanced', 'train_words', 'rare_examples', 'train_rare', 'test_like_samples', 'train_decide',
+           'parse_caption', 'plot_chat', 'read_plots', 'caption_scores', 'layout_chat', 'layout_chats', 'train_layout',
+           'read_layout', 'said_in_trajectories', 'run_perception', 'perception_model', 'load_examples', 'replay_chats']
 
 # %% ../nbs/13a_seeing.ipynb #4d9ce770
 @dataclass(frozen=True)
@@ -488,6 +488,44 @@ def train_rare(model_dir, # the words model folder (`train_words(...)["model_dir
                      progress=progress, **{**WORDS, **RARE_STEP, **overrides})
 
 
+# %% ../nbs/13a_seeing.ipynb #bd44ff93
+def test_like_samples(n_pos:int, # positives per task
+                      n_neg:int, # negatives per task, drawn from the task's archive mix
+                      tasks=PAPER_TASKS, # task keys
+                      seed:int=0, # simulation seed
+                      snr_range=(12.0, 60.0), # target SNR range of the simulation (log-uniform)
+                      min_snr:float=5.0) -> list: # keep only spectra whose SNR is above this
+    "Simulated Samples like the ones the agent vets: each task's positives, and negatives from its archive mix (`bench.archive_mix`)."
+    from speco3.agent import Sample
+    from speco3.bench import sample, archive_mix, sim_name
+    from speco3.coldstart import snr_of
+    from speco3.simulate import kinds_for
+    out = []
+    for t in tasks:
+        for truth, kinds, n in (("YES", kinds_for(t), n_pos), ("NO", archive_mix(t), n_neg)):
+            if n <= 0: continue
+            for s in sample(kinds, n, seed=seed, tag=f"decide/{t}/{truth}", snr_range=snr_range):
+                smp = Sample(sim_name(s.meta["object_id"], "lamost"), t, s, truth)
+                if snr_of(smp) > min_snr: out.append(smp)
+    return out
+
+DECIDE_STEP = dict(num_train_epochs=2, freeze_vision=True)  # the deciding-states step's settings over `WORDS`
+
+def train_decide(model_dir, # the words model folder (after the rare step, when it runs)
+                 examples, # perception examples of `test_like_samples`
+                 out_dir, # run folder (speco3.sft layout)
+                 n:int, # chats drawn with `balanced`
+                 profile="cpu", # speco3.sft profile the settings start from
+                 seed:int=0, # which plots, data order
+                 progress:bool=False, # progress bar and logs
+                 **overrides) -> dict: # SFT settings over `DECIDE_STEP` and `WORDS`
+    "Teach a words model every feature's states on plots drawn like the test's, each state often; returns `train_sft`'s metrics."
+    from speco3.sft import train_sft
+    if not examples: raise ValueError("train_decide needs at least one perception example (test_like_samples drew none)")
+    _stamp(out_dir, "deciding-states", dict(n_examples=len(examples), n=n, seed=seed, **overrides))
+    return train_sft(perception_chats(balanced(examples, n, seed)), out_dir, profile=profile, model=str(model_dir), seed=seed,
+                     name="words-decide", progress=progress, **{**WORDS, **DECIDE_STEP, **overrides})
+
 # %% ../nbs/13a_seeing.ipynb #116953b3
 def parse_caption(text:str, # what a model said about a plot
                   overview:bool=False) -> dict: # read it as an overview caption
@@ -659,13 +697,15 @@ def said_in_trajectories(records, # trajectory records (`speco3.agent.read_traje
 # %% ../nbs/13a_seeing.ipynb #ed7947fc
 PERCEPTION = {  # profile -> sizes of the perception stage (gpu and paper start from a real VLM and skip it)
     "smoke": dict(n_per_task=2, n_test_per_task=1, zooms=2, eyes_epochs=1, eyes={}, words=dict(max_steps=4),
-                  rare=dict(n_per_task=1, max_steps=2), layout=dict(n_layout=4, n_plain=2, max_steps=2)),
+                  rare=dict(n_per_task=1, max_steps=2), decide=dict(n_pos=1, n_neg=1, zooms=2, n=4, max_steps=2)),
     "cpu":   dict(n_per_task=200, n_test_per_task=20, zooms="task", eyes_epochs=15, eyes=dict(batch_size=8, lr=5e-4),
                   words=dict(num_train_epochs=2, freeze_vision=False), rare=dict(n_per_task=600),
-                  layout=dict(n_layout=4000, n_plain=1600)),
+                  decide=dict(n_pos=200, n_neg=400, zooms=3, n=12000)),
 }  # cpu: every window of the task as a zoom, small batches (more steps: the tower's zoom reading starts after a plateau);
    # words: the tower and merger learn along; rare: 600 spectra per RARE task (about 2 400 zooms) and as many replayed
-   # plots, one epoch; layout: 4 000 plots where the agent sees them and 1 600 plain ones, one epoch (700 steps)
+   # plots, one epoch; decide: 200 positives and 400 archive-mix negatives per task (`test_like_samples`), their overview
+   # and 3 zooms (about 12 000 plots), 12 000 balanced draws for two epochs (1 500 steps). The layout step
+   # (`train_layout`, e.g. layout=dict(n_layout=4000, n_plain=1600)) runs when a profile names it; none does (see above)
 
 def _examples(folder, made_with, make):
     "Perception examples cached in `folder` (images as PNG, the rest as JSON), made by `make()` when absent; `made_with` must match."
@@ -692,7 +732,7 @@ def run_perception(run_dir, # folder of the stage: examples, base model, eyes, w
                    control:bool=True, # also run the words step on the blind base model
                    progress:bool=False, # a line per epoch / a progress bar
                    **sizes) -> dict: # overrides of PERCEPTION[profile]
-    "Eyes, words, rare states and layout on simulated plots; returns the model folder, curves and caption scores on held-out plots."
+    "Eyes, words, rare states, deciding states (and layout) on simulated plots; returns the model folder, curves and caption scores on held-out plots."
     from speco3.coldstart import simulate_samples
     from speco3.tiny import build_tiny
     check_profile(profile, PERCEPTION, "perception", "gpu and paper start from a real VLM")
@@ -713,6 +753,12 @@ def run_perception(run_dir, # folder of the stage: examples, base model, eyes, w
                          lambda: rare_examples(simulate_samples(n, tasks=tuple(RARE), seed=seed + 303), style))
         out["rare"] = train_rare(words["model_dir"], rare, train, run / "words-rare", profile=profile, seed=seed, progress=progress, **r)
         out["model_dir"], out["n_rare"] = out["rare"]["model_dir"], len(rare)
+    if d := dict(p.get("decide") or {}):
+        n_pos, n_neg, zooms = d.pop("n_pos"), d.pop("n_neg"), d.pop("zooms")
+        like = _examples(run / "decide", dict(n_pos=n_pos, n_neg=n_neg, zooms=zooms, style=style, seed=seed),
+                         lambda: perception_examples(test_like_samples(n_pos, n_neg, seed=seed + 404), zooms, style, seed + 2))
+        out["decide"] = train_decide(out["model_dir"], like, run / "words-decide", profile=profile, seed=seed, progress=progress, **d)
+        out["model_dir"], out["n_decide"] = out["decide"]["model_dir"], len(like)
     if p.get("layout"):
         out["layout"] = train_layout(out["model_dir"], train, run / "words-layout", profile=profile, seed=seed, progress=progress, **p["layout"])
         out["model_dir"] = out["layout"]["model_dir"]
@@ -741,10 +787,15 @@ def load_examples(folder): # train/ or test/ of a perception run
     return _examples(folder, json.loads(stamp.read_text()), None)
 
 def replay_chats(run_dir, # a perception run folder (`run_perception`'s run_dir)
-                 n:int, # how many chats; at most every training plot once
+                 n:int, # how many chats; from the training plots at most every plot once
                  seed:int=0, # which plots
                  layout:bool=False) -> list: # each plot where the agent sees it (`layout_chats`) instead of alone
-    "`n` chats drawn from the run's training plots, to replay during SFT (`speco3.sft.mix_in`) so the model keeps reading plots."
-    ex = load_examples(Path(run_dir) / "train")
+    """`n` chats to replay during SFT (`speco3.sft.mix_in`) so the model keeps reading plots: `balanced` draws from the
+    deciding-states plots when the run made them (drawn like the test's, every state often), else the training plots."""
+    run = Path(run_dir)
+    if (run / "decide" / "made_with.json").exists():
+        ex = load_examples(run / "decide")
+        return layout_chats(ex, n, seed, balance=True) if layout else perception_chats(balanced(ex, n, seed))
+    ex = load_examples(run / "train")
     if layout: return layout_chats(ex, n, seed)
     return perception_chats(random.Random(seed).sample(ex, min(int(n), len(ex))))
