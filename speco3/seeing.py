@@ -753,12 +753,14 @@ def run_perception(run_dir, # folder of the stage: examples, base model, eyes, w
                          lambda: rare_examples(simulate_samples(n, tasks=tuple(RARE), seed=seed + 303), style))
         out["rare"] = train_rare(words["model_dir"], rare, train, run / "words-rare", profile=profile, seed=seed, progress=progress, **r)
         out["model_dir"], out["n_rare"] = out["rare"]["model_dir"], len(rare)
+        del rare   # thousands of plots: not held while the next steps train
     if d := dict(p.get("decide") or {}):
         n_pos, n_neg, zooms = d.pop("n_pos"), d.pop("n_neg"), d.pop("zooms")
         like = _examples(run / "decide", dict(n_pos=n_pos, n_neg=n_neg, zooms=zooms, style=style, seed=seed),
                          lambda: perception_examples(test_like_samples(n_pos, n_neg, seed=seed + 404), zooms, style, seed + 2))
         out["decide"] = train_decide(out["model_dir"], like, run / "words-decide", profile=profile, seed=seed, progress=progress, **d)
         out["model_dir"], out["n_decide"] = out["decide"]["model_dir"], len(like)
+        del like
     if p.get("layout"):
         out["layout"] = train_layout(out["model_dir"], train, run / "words-layout", profile=profile, seed=seed, progress=progress, **p["layout"])
         out["model_dir"] = out["layout"]["model_dir"]
