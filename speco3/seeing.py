@@ -19,7 +19,7 @@ __all__ = ['L', 'LINE_STATES', 'HEAD_STATES', 'C2_STATES', 'OVERVIEW', 'FEATURES
            'WORDS', 'RARE', 'RARE_STEP', 'DECIDE_STEP', 'LAYOUT', 'PERCEPTION', 'Feature', 'seen', 'caption', 'plain',
            'tool_call', 'said_overview', 'said_zoom', 'said_next', 'SeeingExpert', 'reading_plan', 'zoom_prompt',
            'perception_examples', 'linear_patches', 'pooled_tokens', 'train_eyes', 'heads_accuracy', 'perception_chats',
-           'balanced', 'train_words', 'rare_examples', 'train_rare', 'test_like_samples', 'train_decide',
+           'balanced', 'train_words', 'rare_examples', 'train_rare', 'survey_like_samples', 'train_decide',
            'parse_caption', 'plot_chat', 'read_plots', 'caption_scores', 'layout_chat', 'layout_chats', 'train_layout',
            'read_layout', 'said_in_trajectories', 'run_perception', 'perception_model', 'load_examples', 'replay_chats']
 
@@ -489,7 +489,7 @@ def train_rare(model_dir, # the words model folder (`train_words(...)["model_dir
 
 
 # %% ../nbs/13a_seeing.ipynb #bd44ff93
-def test_like_samples(n_pos:int, # positives per task
+def survey_like_samples(n_pos:int, # positives per task
                       n_neg:int, # negatives per task, drawn from the task's archive mix
                       tasks=PAPER_TASKS, # task keys
                       seed:int=0, # simulation seed
@@ -512,7 +512,7 @@ def test_like_samples(n_pos:int, # positives per task
 DECIDE_STEP = dict(num_train_epochs=2, freeze_vision=True)  # the deciding-states step's settings over `WORDS`
 
 def train_decide(model_dir, # the words model folder (after the rare step, when it runs)
-                 examples, # perception examples of `test_like_samples`
+                 examples, # perception examples of `survey_like_samples`
                  out_dir, # run folder (speco3.sft layout)
                  n:int, # chats drawn with `balanced`
                  profile="cpu", # speco3.sft profile the settings start from
@@ -521,7 +521,7 @@ def train_decide(model_dir, # the words model folder (after the rare step, when 
                  **overrides) -> dict: # SFT settings over `DECIDE_STEP` and `WORDS`
     "Teach a words model every feature's states on plots drawn like the test's, each state often; returns `train_sft`'s metrics."
     from speco3.sft import train_sft
-    if not examples: raise ValueError("train_decide needs at least one perception example (test_like_samples drew none)")
+    if not examples: raise ValueError("train_decide needs at least one perception example (survey_like_samples drew none)")
     _stamp(out_dir, "deciding-states", dict(n_examples=len(examples), n=n, seed=seed, **overrides))
     return train_sft(perception_chats(balanced(examples, n, seed)), out_dir, profile=profile, model=str(model_dir), seed=seed,
                      name="words-decide", progress=progress, **{**WORDS, **DECIDE_STEP, **overrides})
@@ -703,7 +703,7 @@ PERCEPTION = {  # profile -> sizes of the perception stage (gpu and paper start 
                   decide=dict(n_pos=200, n_neg=400, zooms=3, n=12000)),
 }  # cpu: every window of the task as a zoom, small batches (more steps: the tower's zoom reading starts after a plateau);
    # words: the tower and merger learn along; rare: 600 spectra per RARE task (about 2 400 zooms) and as many replayed
-   # plots, one epoch; decide: 200 positives and 400 archive-mix negatives per task (`test_like_samples`), their overview
+   # plots, one epoch; decide: 200 positives and 400 archive-mix negatives per task (`survey_like_samples`), their overview
    # and 3 zooms (about 12 000 plots), 12 000 balanced draws for two epochs (1 500 steps). The layout step
    # (`train_layout`, e.g. layout=dict(n_layout=4000, n_plain=1600)) runs when a profile names it; none does (see above)
 
@@ -757,7 +757,7 @@ def run_perception(run_dir, # folder of the stage: examples, base model, eyes, w
     if d := dict(p.get("decide") or {}):
         n_pos, n_neg, zooms = d.pop("n_pos"), d.pop("n_neg"), d.pop("zooms")
         like = _examples(run / "decide", dict(n_pos=n_pos, n_neg=n_neg, zooms=zooms, style=style, seed=seed),
-                         lambda: perception_examples(test_like_samples(n_pos, n_neg, seed=seed + 404), zooms, style, seed + 2))
+                         lambda: perception_examples(survey_like_samples(n_pos, n_neg, seed=seed + 404), zooms, style, seed + 2))
         out["decide"] = train_decide(out["model_dir"], like, run / "words-decide", profile=profile, seed=seed, progress=progress, **d)
         out["model_dir"], out["n_decide"] = out["decide"]["model_dir"], len(like)
         del like
