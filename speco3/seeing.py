@@ -490,11 +490,11 @@ def train_rare(model_dir, # the words model folder (`train_words(...)["model_dir
 
 # %% ../nbs/13a_seeing.ipynb #bd44ff93
 def survey_like_samples(n_pos:int, # positives per task
-                      n_neg:int, # negatives per task, drawn from the task's archive mix
-                      tasks=PAPER_TASKS, # task keys
-                      seed:int=0, # simulation seed
-                      snr_range=(12.0, 60.0), # target SNR range of the simulation (log-uniform)
-                      min_snr:float=5.0) -> list: # keep only spectra whose SNR is above this
+                        n_neg:int, # negatives per task, drawn from the task's archive mix
+                        tasks=PAPER_TASKS, # task keys
+                        seed:int=0, # simulation seed
+                        snr_range=(12.0, 60.0), # target SNR range of the simulation (log-uniform)
+                        min_snr:float=5.0) -> list: # keep only spectra whose SNR is above this
     "Simulated Samples like the ones the agent vets: each task's positives, and negatives from its archive mix (`bench.archive_mix`)."
     from speco3.agent import Sample
     from speco3.bench import sample, archive_mix, sim_name
