@@ -177,7 +177,8 @@ class _Run:
             raise SpectrumError(f"{sample.sample_id}: cannot be drawn ({first.text.removeprefix('Error: ')})")
         self.overview = first.image
         self.tool.calls.clear()  # the overview is not one of the policy's calls
-        messages = build_messages(sample.task, image=self.overview, guidelines=guidelines, tools=zoom, zoom=zoom)
+        messages = build_messages(sample.task, image=self.overview, guidelines=guidelines, tools=zoom, zoom=zoom,
+                                  prompt=getattr(policy, "prompt", "paper"))  # a trained model's own style (`HFPolicy.prompt`)
         self.prompt = messages[1]["content"][1]["text"]
         self.episode = Episode(sample.sample_id, sample.task, messages, sample.spectrum,
                                max_tool_calls=max_tool_calls if zoom else 0, truth=sample.truth)

@@ -12,12 +12,12 @@ import numpy as np
 from PIL import Image
 from .spectrum import lamost_wavelength
 from .tasks import PAPER_TASKS, yes_no, row_get
-from .prompts import IMAGE_TOKEN, MAX_TOOL_CALLS, install_template, user_prompt, system_text
+from .prompts import IMAGE_TOKEN, MAX_TOOL_CALLS, TASKS, install_template, user_prompt, system_text, check_prompt
 from .tool import SpectralVisualizationTool, TOOL_NAME, TOOL_SCHEMA, MAX_LABEL
 from .render import FAST_SIZE
 from .reward import score
 from .agent import LIMIT_TEXT
-from .hf import load_model, model_name
+from .hf import load_model, model_name, save_context, saved_context
 from .tiny import image_tokens
 from .runs import ResumeFullWeights, base_model, check_resume, finished_run, freeze_vision
 from .runs import last_checkpoint, print_settings, settle_profile, write_curve
@@ -115,7 +115,8 @@ def _overview(row, ck, style, where):
 
 def grpo_example(row, # a SpecVI-Bench row (dict)
                  style="spec-o3", # renderer style of the run's plots
-                 zoom=True): # False: the no-tool variant's prompt (no zooming asked for; the run has no tool)
+                 zoom=True, # False: the no-tool variant's prompt (no zooming asked for; the run has no tool)
+                 prompt="paper"): # "brief": the miniature's system text and the question alone (see `speco3.prompts.PROMPTS`)
     "One TRL row: prompt messages (no tool schema: TRL adds it), the overview image, the tool's create_kwargs and the label."
     name = row_get(row, "extra_info", "name") or f"row {row_get(row, 'extra_info', 'index')}"
     ck = row_get(row, "extra_info", "tools_kwargs", TOOL_NAME, "create_kwargs")
@@ -130,7 +131,10 @@ def grpo_example(row, # a SpecVI-Bench row (dict)
     if user.count(IMAGE_TOKEN) != 1 or not user.startswith(IMAGE_TOKEN):
         raise ValueError(f"{name}: the question must start with one {IMAGE_TOKEN} placeholder for the overview plot")
     ck = {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in dict(ck).items() if v is not None}
-    if not zoom: msgs[0] = {"role": "system", "content": system_text(zoom=False)}
+    if check_prompt(prompt) == "brief":
+        if row.get("data_source") not in TASKS: raise ValueError(f"{name}: data_source {row.get('data_source')!r} is not a task, so the brief prompt has no question for it")
+        msgs[0], user = {"role": "system", "content": system_text(zoom=zoom, prompt="brief")}, user_prompt(row["data_source"], guidelines=False)
+    elif not zoom: msgs[0] = {"role": "system", "content": system_text(zoom=False)}
     return dict(prompt=[msgs[0], {"role": "user", "content": user[len(IMAGE_TOKEN):]}], images=[_overview(row, ck, style, name)],
                 create_kwargs=ck, ground_truth=yes_no(truth), task=row.get("data_source"), sample_id=name)
 
@@ -150,12 +154,13 @@ def grpo_dataset(data, # what `grpo_rows` reads, or a list of rows
                  tasks=PAPER_TASKS, # tasks to keep
                  limit=None, # keep this many rows (a seeded shuffle first); None: all
                  seed=0, # shuffle seed for `limit`
-                 zoom=True) -> Dataset: # False: the no-tool variant's prompts
+                 zoom=True, # False: the no-tool variant's prompts
+                 prompt="paper") -> Dataset: # the prompt style (see `grpo_example`)
 
     "A `datasets.Dataset` in TRL's GRPO layout: prompt, images, create_kwargs, ground_truth, task, sample_id."
     rows = grpo_rows(data, split, tasks)
     if limit is not None: rows = [rows[i] for i in np.random.default_rng(seed).permutation(len(rows))[:limit]]
-    return Dataset.from_list([grpo_example(r, style, zoom) for r in rows])
+    return Dataset.from_list([grpo_example(r, style, zoom, prompt) for r in rows])
 
 # %% ../nbs/14_grpo.ipynb #ee1f4ed4
 def _call_text(call):
@@ -292,6 +297,7 @@ class GRPOProfile:
     logging_steps: float = 1
     save_steps: float = 10             # verl save_freq
     save_total_limit: int = 2
+    prompt: str = "paper"              # prompt style of the questions (`speco3.prompts.PROMPTS`); the trained model records it
 
 PROFILES = {
     "paper": GRPOProfile("paper", model="Qwen/Qwen2.5-VL-7B-Instruct", max_tool_calls=7, max_completion_length=32768),  # the authors' config: 8 assistant turns (7 zooms + the answer), response 32 768
@@ -300,10 +306,10 @@ PROFILES = {
     "cpu": GRPOProfile("cpu", needs_init=True, style="fast", num_generations=4, prompts_per_step=2, prompts_per_update=2,
                        micro_batch=8, temperature=0.5, learning_rate=2e-5, weight_decay=0.0, max_completion_length=3584, reasoning_tokens=160,
                        answer_tokens=160, max_steps=200, freeze_vision=True, bf16=False, activation_checkpointing=False,
-                       save_steps=50),
+                       save_steps=50, prompt="brief"),
     "smoke": GRPOProfile("smoke", style="fast", max_tool_calls=2, num_generations=2, prompts_per_step=2, prompts_per_update=2,
                          micro_batch=4, learning_rate=1e-4, weight_decay=0.0, max_completion_length=768, reasoning_tokens=48, answer_tokens=48,
-                         max_steps=4, freeze_vision=True, bf16=False, activation_checkpointing=False, save_steps=2),
+                         max_steps=4, freeze_vision=True, bf16=False, activation_checkpointing=False, save_steps=2, prompt="brief"),
 }
 
 _OURS = tuple(f.name for f in fields(GRPOProfile))
@@ -404,7 +410,12 @@ def grpo_trainer(data, # a SpecVI-Bench folder/parquet/rows, or a Dataset made b
     install_template(processor)
     frozen = freeze_vision(model) if prof.freeze_vision else []
     zoom = prof.max_tool_calls > 0  # max_tool_calls=0: the retrained no-tool variant (no tool in the prompt or the run)
-    ds = data if isinstance(data, Dataset) else grpo_dataset(data, style=prof.style, seed=seed, zoom=zoom)
+    said = saved_context(source).get("prompt")
+    if said and said != check_prompt(prof.prompt):
+        warnings.warn(f"{source} was trained with the {said!r} prompt and GRPO asks in the {prof.prompt!r} one (profile {prof.name!r}); pass prompt={said!r} to keep them the same")
+    ds = data if isinstance(data, Dataset) else grpo_dataset(data, style=prof.style, seed=seed, zoom=zoom, prompt=prof.prompt)
+    if prof.prompt == "brief":  # the brief text names the call itself: TRL passes the tool schemas, the template leaves them out
+        extra["chat_template_kwargs"] = {**(extra.get("chat_template_kwargs") or {}), "tools_in_system": False}
     budget = completion_budget(processor, prof.max_tool_calls, prof.style, prof.reasoning_tokens, prof.answer_tokens)
     if prof.max_completion_length < budget["total"]:
         warnings.warn(f"max_completion_length {prof.max_completion_length} holds fewer than {prof.max_tool_calls} plots with "
@@ -481,6 +492,7 @@ def train_grpo(data, # a SpecVI-Bench folder (train split of the five tasks), pa
     final = out / "model"
     trainer.save_model(str(final))
     trainer.processing_class.save_pretrained(final)
+    save_context(final, saved_context(s["model"]).get("keep_plots"), s["profile"]["prompt"])  # HFPolicy asks in the style it learnt
     csv_path, png = save_reward_curve(trainer.state.log_history, out, s["name"])
     log = [r for r in trainer.state.log_history if "reward" in r]
     first, last_ = fifths([r["reward"] for r in log])

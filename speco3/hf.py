@@ -7,7 +7,7 @@ from __future__ import annotations
 import json, re, time, zlib
 from pathlib import Path
 from .policy import Episode, Policy
-from .prompts import chat_template as speco3_template, newest_plots
+from .prompts import chat_template as speco3_template, newest_plots, check_prompt
 
 try:
     import torch
@@ -141,24 +141,27 @@ def _default_dtype(device):
     return torch.float32
 
 # %% ../nbs/08b_hf.ipynb #9618c399
-CONTEXT_FILE = "speco3_context.json"  # written next to trained weights: what the model keeps in view
+CONTEXT_FILE = "speco3_context.json"  # written next to trained weights: what the model keeps in view, the prompt it was trained with
 
 def save_context(model_dir, # a saved model folder
-                 keep_plots=None): # None: every plot; k: only the newest k plots are images
-    "Record in `model_dir` how many plots the model was trained to keep in view."
+                 keep_plots=None, # None: every plot; k: only the newest k plots are images
+                 prompt="paper"): # the prompt style it was trained with (`speco3.prompts.PROMPTS`)
+    "Record in `model_dir` how many plots the model was trained to keep in view and the prompt style it was trained with."
     if keep_plots is not None and int(keep_plots) < 1: raise ValueError(f"keep_plots must be None or at least 1, got {keep_plots!r}")
     path = Path(model_dir) / CONTEXT_FILE
-    path.write_text(json.dumps({"keep_plots": None if keep_plots is None else int(keep_plots)}) + "\n")
+    path.write_text(json.dumps({"keep_plots": None if keep_plots is None else int(keep_plots), "prompt": check_prompt(prompt)}) + "\n")
     return path
 
 def saved_context(model): # a model folder, hub id or anything else
-    "The context a model folder records (`{}` when it records none)."
+    "The context a model folder records (`{}` when it records none; a file without `prompt` is from before the brief style: paper)."
     path = Path(str(model)) / CONTEXT_FILE
     if not path.is_file(): return {}
     try: got = json.loads(path.read_text())
-    except ValueError as e: raise ValueError(f"{path}: not valid JSON ({e}); delete it or write {{\"keep_plots\": null}}") from e
+    except ValueError as e: raise ValueError(f"{path}: not valid JSON ({e}); delete it or write {{\"keep_plots\": null, \"prompt\": \"paper\"}}") from e
     if not isinstance(got, dict) or not (got.get("keep_plots") is None or isinstance(got["keep_plots"], int)):
         raise ValueError(f"{path}: expected {{\"keep_plots\": null or an integer}}, got {got!r}")
+    try: got["prompt"] = check_prompt(got.get("prompt", "paper"))
+    except ValueError as e: raise ValueError(f"{path}: {e}") from e
     return got
 
 # %% ../nbs/08b_hf.ipynb #a7eacaa4
@@ -180,7 +183,8 @@ class HFPolicy(Policy):
                  template="auto", # "auto", "checkpoint" or "speco3" (see "Which chat template")
                  max_length=None, # context limit in tokens; None: the model's max_position_embeddings
                  force=None, # function(episode) -> text or None: the message must start with this text (see below)
-                 keep_plots="auto"): # "auto": as the model folder's speco3_context.json says (else all); None: all plots; k: the newest k
+                 keep_plots="auto", # "auto": as the model folder's speco3_context.json says (else all); None: all plots; k: the newest k
+                 prompt="auto"): # "auto": the prompt style the model folder records (else "paper"); or a style of speco3.prompts.PROMPTS
         self.device = torch.device(device or _default_device())
         if isinstance(dtype, str): dtype = getattr(torch, dtype)
         self.dtype = dtype or _default_dtype(self.device)
@@ -201,6 +205,7 @@ class HFPolicy(Policy):
         if keep_plots == "auto": keep_plots = saved_context(self.model_id).get("keep_plots")
         if keep_plots is not None and int(keep_plots) < 1: raise ValueError(f"HFPolicy: keep_plots must be None, 'auto' or at least 1, got {keep_plots!r}")
         self.keep_plots = None if keep_plots is None else int(keep_plots)
+        self.prompt = check_prompt(saved_context(self.model_id).get("prompt", "paper") if prompt == "auto" else prompt)  # the agent asks in it
         self._setup_stops()
         self.stats = dict(calls=0, episodes=0, prompt_tokens=0, new_tokens=0, encode_s=0.0, generate_s=0.0)
 
@@ -220,7 +225,8 @@ class HFPolicy(Policy):
                     do_sample=self.do_sample, temperature=self.temperature if self.do_sample else None,
                     top_p=self.top_p if self.do_sample else None, max_new_tokens=self.max_new_tokens,
                     seed=self.seed, template=self.template_kind, batch_size=self.batch_size,
-                    force=getattr(self.force, "__name__", "force") if self.force else None, keep_plots=self.keep_plots)
+                    force=getattr(self.force, "__name__", "force") if self.force else None, keep_plots=self.keep_plots,
+                    prompt=self.prompt)
 
     def render(self, messages) -> str:
         "The text the model reads for `messages`, ending with the assistant header."

@@ -11,9 +11,10 @@ from .tasks import PAPER_TASKS, OOD_TASKS
 from .tool import TOOL_NAME, TOOL_SCHEMA, EXAMPLE_CALL, MIN_WIDTH
 
 # %% auto #0
-__all__ = ['TASKS', 'MAX_TOOL_CALLS', 'SYSTEM_PROMPT', 'SYSTEM_PROMPT_NO_ZOOM', 'DEFAULT_SYSTEM', 'IMAGE_TOKEN', 'TEMPLATE_PATH',
-           'RESPONSE_TEMPLATE', 'RESPONSE_SCHEMA', 'Task', 'system_text', 'user_prompt', 'build_messages',
-           'chat_template', 'render_chat', 'newest_plots', 'turn_examples', 'install_template']
+__all__ = ['TASKS', 'MAX_TOOL_CALLS', 'SYSTEM_PROMPT', 'SYSTEM_PROMPT_NO_ZOOM', 'BRIEF_PROMPT', 'BRIEF_PROMPT_NO_ZOOM', 'PROMPTS',
+           'DEFAULT_SYSTEM', 'IMAGE_TOKEN', 'TEMPLATE_PATH', 'RESPONSE_TEMPLATE', 'RESPONSE_SCHEMA', 'Task',
+           'check_prompt', 'system_text', 'user_prompt', 'build_messages', 'conclusion', 'chat_style', 'task_of',
+           'restyle', 'chat_template', 'render_chat', 'newest_plots', 'turn_examples', 'install_template']
 
 # %% ../nbs/06_prompts.ipynb #babf225a
 @dataclass(frozen=True)
@@ -152,6 +153,13 @@ SYSTEM_PROMPT_NO_ZOOM = (  # the paper's "no tool" ablation: the same task witho
     "2. Think step by step inside <think>...</think> before your answer: say what you see and what it implies.\n"
     f"3. Finish with exactly one answer: {_ANSWERS}.")
 
+_BRIEF_ANSWER = r"Answer <answer>\boxed{YES}</answer> or <answer>\boxed{NO}</answer>."
+BRIEF_PROMPT = (  # the miniature's system text (profiles smoke and cpu): the call format and the tags, nothing else
+    f"Vet one spectrum plot. Zoom with {TOOL_NAME}: <tool_call>{{\"name\": \"{TOOL_NAME}\", \"arguments\": "
+    f"{{\"wavelength_range\": [min, max], \"label\": name}}}}</tool_call>. Think in <think>...</think>. {_BRIEF_ANSWER}")
+BRIEF_PROMPT_NO_ZOOM = f"Vet one spectrum plot. Think in <think>...</think>. {_BRIEF_ANSWER}"  # ... of its no-tool variant
+PROMPTS = ("paper", "brief")  # prompt styles: the paper's (gpu, paper), the miniature's brief one (smoke, cpu)
+
 # %% ../nbs/06_prompts.ipynb #23ddcf8b
 DEFAULT_SYSTEM = "You are a helpful assistant."  # Qwen2.5-VL's system text when a conversation has none
 _TOOLS_HEAD = ("\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
@@ -176,10 +184,17 @@ def _tools_block(tools):
     if not tools: return ""
     return _TOOLS_HEAD + "".join("\n" + _json(t) for t in tools) + _TOOLS_TAIL
 
+def check_prompt(prompt): # a prompt style
+    "`prompt` when it is one of PROMPTS, else a ValueError that lists them."
+    if prompt not in PROMPTS: raise ValueError(f"prompt style {prompt!r} is unknown; choose one of {', '.join(PROMPTS)}")
+    return prompt
+
 def system_text(tools=False, # True: our TOOL_SCHEMA; a list: those schemas; False: no schema (the trainer passes `tools=`)
-                zoom=True):  # False: the "no tool" ablation prompt (no zooming; needs tools=False)
+                zoom=True,   # False: the "no tool" ablation prompt (no zooming; needs tools=False)
+                prompt="paper"): # "brief": the miniature's short text, which names the call format itself and carries no schema
     "The system message text, with the tool schemas written in exactly as the chat template writes them."
     if not zoom and _tool_list(tools): raise ValueError("zoom=False is the no-tool ablation; it cannot carry tool schemas (use tools=False)")
+    if check_prompt(prompt) == "brief": return BRIEF_PROMPT if zoom else BRIEF_PROMPT_NO_ZOOM
     return (SYSTEM_PROMPT if zoom else SYSTEM_PROMPT_NO_ZOOM) + _tools_block(tools)
 
 # %% ../nbs/06_prompts.ipynb #6a068681
@@ -210,11 +225,80 @@ def build_messages(task,             # a key of TASKS, or a Task
                    image=None,       # the overview plot (PIL image or path); None: a bare {"type": "image"} placeholder
                    guidelines=True,  # False: the question alone (the no-guidelines ablation)
                    tools=False,      # as in `system_text`: True writes TOOL_SCHEMA into the system text (SFT data)
-                   zoom=True):       # False: the no-tool ablation system prompt
+                   zoom=True,        # False: the no-tool ablation system prompt
+                   prompt="paper"):  # "brief": the miniature's short system text and the question alone (no guidelines)
     "The chat messages of one question: a system turn and a user turn holding the overview image and the text."
     part = {"type": "image"} if image is None else {"type": "image", "image": image}
-    return [{"role": "system", "content": system_text(tools=tools, zoom=zoom)},
+    guidelines = guidelines and check_prompt(prompt) == "paper"
+    return [{"role": "system", "content": system_text(tools=tools, zoom=zoom, prompt=prompt)},
             {"role": "user", "content": [part, {"type": "text", "text": _user_text(task, guidelines)}]}]
+
+# %% ../nbs/06_prompts.ipynb #d3d0c2a1
+_CONCLUSION = re.compile(r"Conclusion:.*?(?=</think>)", re.S)
+_BOXED = re.compile(r"\\boxed\{\s*(YES|NO)\s*\}")
+
+def _text_of(content): return content if isinstance(content, str) else "".join(p.get("text", "") for p in content or [] if isinstance(p, dict))
+
+def _with_text(content, text):
+    "The content with its text replaced: a string, or the parts with the first text part changed (images kept)."
+    if isinstance(content, str): return text
+    parts, done = [], False
+    for p in content:
+        if isinstance(p, dict) and "text" in p and p.get("type", "text") == "text":
+            if not done: parts.append(dict(p, text=text)); done = True
+            continue
+        parts.append(p)
+    return parts if done else parts + [{"type": "text", "text": text}]
+
+def _article(name): return "an" if name[0] in "aeiouAEIOU" or (name[1:2] == "-" and name[0] in "AEFHILMNORSX") else "a"
+
+def conclusion(task, # a key of TASKS, or a Task
+               yes:bool): # the verdict
+    "The templated conclusion of the brief style: 'Conclusion: this is (not) a <class>.'"
+    name = _task(task).name
+    return f"Conclusion: this is {'' if yes else 'not '}{_article(name)} {name}."
+
+def chat_style(messages): # chat messages
+    "(prompt style, zoom) of an agent chat by its system text, or None for any other chat."
+    if not messages or messages[0].get("role") != "system": return None
+    s = _text_of(messages[0].get("content"))
+    if s.startswith(SYSTEM_PROMPT): return "paper", True
+    if s.startswith(SYSTEM_PROMPT_NO_ZOOM): return "paper", False
+    if s == BRIEF_PROMPT: return "brief", True
+    if s == BRIEF_PROMPT_NO_ZOOM: return "brief", False
+    return None
+
+def task_of(messages): # an agent chat
+    "The task key whose question the chat's first user turn asks."
+    users = [m for m in messages if m.get("role") == "user"]
+    q = _text_of(users[0].get("content")) if users else ""
+    for key, t in TASKS.items():
+        if q.startswith(t.question): return key
+    raise ValueError(f"cannot tell the task of this chat: its question {q[:60]!r} is none of the tasks' questions")
+
+def _templated(reply, task):
+    "A final reply whose conclusion is the brief style's sentence (unchanged when it holds no YES/NO answer)."
+    text = _text_of(reply.get("content"))
+    got = _BOXED.search(text)
+    if not got or "</think>" not in text: return reply
+    said = conclusion(task, got.group(1) == "YES")
+    text = _CONCLUSION.sub(said, text, count=1) if _CONCLUSION.search(text) else text.replace("</think>", f" {said}</think>", 1)
+    return dict(reply, content=_with_text(reply.get("content"), text))
+
+def restyle(messages, # an agent chat (system, user with the overview, then replies and tool turns)
+            prompt="brief"): # the style to write it in (see PROMPTS)
+    "The chat in another prompt style: system text and question as `build_messages` writes them; in the brief style a templated conclusion."
+    style = chat_style(messages)
+    if style is None or style[0] == check_prompt(prompt): return list(messages)
+    zoom, task = style[1], task_of(messages)
+    out = [dict(m) for m in messages]
+    out[0]["content"] = _with_text(out[0]["content"], system_text(tools=zoom, zoom=zoom, prompt=prompt))
+    u = next(k for k, m in enumerate(out) if m["role"] == "user")
+    out[u]["content"] = _with_text(out[u]["content"], _user_text(task, prompt == "paper"))
+    if prompt == "brief":
+        last = max(k for k, m in enumerate(out) if m["role"] == "assistant") if any(m["role"] == "assistant" for m in out) else None
+        if last is not None: out[last] = _templated(out[last], task)
+    return out
 
 # %% ../nbs/06_prompts.ipynb #4140881d
 TEMPLATE_PATH = resources.files("speco3") / "templates" / "qwen2_5_vl_tools.jinja"  # package data (MANIFEST.in)
@@ -251,12 +335,13 @@ def _tool_call_text(tool_call, where):
 def render_chat(messages,                    # chat messages: dicts with role, content (str or parts), tool_calls
                 tools=None,                  # tool schemas written into the system turn (as `apply_chat_template(tools=)`)
                 add_generation_prompt=False, # end with the assistant header, ready for the model to reply
-                spans=False):                # also return the (start, end) character spans of the trained replies (not `"train": False` ones)
+                spans=False,                 # also return the (start, end) character spans of the trained replies (not `"train": False` ones)
+                tools_in_system=True):       # False: no schema block even with `tools` (the brief prompt names the call itself)
     "The text the chat template renders, in plain Python; with `spans=True`, also where each `{% generation %}` block lies."
     out, marks, n = [], [], len(messages)
     first_system = n > 0 and messages[0].get("role") == "system"
     system = _content(messages[0].get("content"), "messages[0]") if first_system else DEFAULT_SYSTEM
-    out.append("<|im_start|>system\n" + system + _tools_block(tools or None) + "<|im_end|>\n")
+    out.append("<|im_start|>system\n" + system + (_tools_block(tools or None) if tools_in_system else "") + "<|im_end|>\n")
     for i, m in enumerate(messages):
         where, role = f"messages[{i}]", m.get("role")
         if role not in _ROLES: raise ValueError(f"{where}: unknown role {role!r}; use system, user, assistant or tool")

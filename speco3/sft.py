@@ -9,7 +9,7 @@ from dataclasses import dataclass, asdict
 from pathlib import Path
 import numpy as np
 from .spectrum import Spectrum, lamost_wavelength
-from .prompts import PAPER_TASKS, TASKS, render_chat, install_template, turn_examples
+from .prompts import PAPER_TASKS, TASKS, render_chat, install_template, turn_examples, restyle, check_prompt
 from .tool import TOOL_NAME
 from .hf import load_model, model_name, load_pretrained, load_processor, save_context
 from .runs import ResumeFullWeights, base_model, check_resume, finished_run, freeze_vision
@@ -28,7 +28,8 @@ except ImportError as e:  # the model side is the `train` extra, not the core
 # %% auto #0
 __all__ = ['PROFILES', 'ACCELERATE_CONFIGS', 'LORA_TARGETS', 'conversation_to_example', 'demo_conversations', 'sft_dataset',
            'as_sft_dataset', 'one_turn_dataset', 'mix_in', 'SFTProfile', 'profile_table', 'accelerate_config', 'settle',
-           'lora_config', 'sft_args', 'sft_trainer', 'trained_spans', 'assistant_spans', 'save_loss_curve', 'train_sft']
+           'lora_config', 'restyled', 'sft_args', 'sft_trainer', 'trained_spans', 'assistant_spans', 'save_loss_curve',
+           'train_sft']
 
 # %% ../nbs/13_sft.ipynb #055c0092
 _CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
@@ -202,18 +203,19 @@ class SFTProfile:
     keep_plots: int | None = None      # None: every plot in view (all profiles); k: one example per reply, newest k plots only
     replay: float = 0.0                # perception chats mixed in per trajectory (04_sft, from the perception model only; `mix_in`)
     replay_layout: bool = False        # replay each plot where the agent sees it, after an overview (`seeing.layout_chats`), not alone
+    prompt: str = "paper"              # prompt style learnt (`speco3.prompts.PROMPTS`): agent chats are restyled to it, the model records it
 
 PROFILES = {
     "paper": SFTProfile("paper", model="Qwen/Qwen2.5-VL-7B-Instruct"),
     "gpu": SFTProfile("gpu", model="Qwen/Qwen2.5-VL-3B-Instruct", gradient_accumulation_steps=8, save_steps=100),
     "cpu": SFTProfile("cpu", learning_rate=1e-3, num_train_epochs=5, max_length=None, bf16=False,
-                      activation_checkpointing=False, save_steps=100),
+                      activation_checkpointing=False, save_steps=100, prompt="brief"),
     "smoke": SFTProfile("smoke", learning_rate=1e-3, num_train_epochs=1, max_steps=8, warmup_steps=0, per_device_train_batch_size=2,
-                        max_length=None, bf16=False, activation_checkpointing=False, logging_steps=1, save_steps=4),
+                        max_length=None, bf16=False, activation_checkpointing=False, logging_steps=1, save_steps=4, prompt="brief"),
 }
 
 _FIXED = ("output_dir", "assistant_only_loss", "seed", "data_seed")  # train_sft sets these itself
-_OURS = ("name", "model", "tiny_size", "freeze_vision", "lora_r", "lora_alpha", "lora_dropout", "keep_plots", "replay", "replay_layout")  # not SFTConfig's
+_OURS = ("name", "model", "tiny_size", "freeze_vision", "lora_r", "lora_alpha", "lora_dropout", "keep_plots", "replay", "replay_layout", "prompt")  # not SFTConfig's
 
 def profile_table(profiles=None): # a dict of SFTProfile; None: PROFILES
     "The profiles side by side, one row per setting (a pandas DataFrame)."
@@ -249,6 +251,12 @@ def lora_config(profile): # an SFTProfile
 # %% ../nbs/13_sft.ipynb #3a321c95
 class _SFTTrainer(ResumeFullWeights, SFTTrainer):
     "TRL's SFTTrainer, resuming a full model's weights with `from_pretrained` (transformers#43701: see speco3.runs)."
+
+def restyled(data, # what `as_sft_dataset` accepts
+             prompt): # a prompt style (`speco3.prompts.PROMPTS`)
+    "The SFT table with every agent chat in `prompt`'s style (`speco3.prompts.restyle`); other chats as they are."
+    ds = as_sft_dataset(data)
+    return as_sft_dataset([restyle(ds[i]["messages"], prompt) for i in range(len(ds))])
 
 class _Count:
     "The trainer's collator, counting conversations and tokens it batches (for samples/s and tokens/s)."
@@ -292,6 +300,7 @@ def sft_trainer(data, # what `as_sft_dataset` accepts
                          "use profile='cpu' or 'smoke', or pass bf16=False")
     ds = as_sft_dataset(data)
     n_conversations = len(ds)
+    if check_prompt(prof.prompt) != "paper": ds = restyled(ds, prof.prompt)
     if prof.keep_plots is not None: ds = one_turn_dataset(ds, prof.keep_plots)
     set_seed(seed)
     base = _base_model(prof, model, out, seed)
@@ -372,7 +381,7 @@ def train_sft(data, # a Dataset, a list of chats/rows, a folder written by speco
         trainer.model.merge_and_unload().save_pretrained(final)
     else: trainer.save_model(str(final))
     processor.save_pretrained(final)
-    save_context(final, s["profile"]["keep_plots"])  # HFPolicy runs the model with what it was trained to see
+    save_context(final, s["profile"]["keep_plots"], s["profile"]["prompt"])  # HFPolicy runs the model with what it was trained to see, asks in its style
     csv_path, png = save_loss_curve(trainer.state.log_history, out, s["name"])
     losses = [r["loss"] for r in trainer.state.log_history if "loss" in r]
     runtime, count = result.metrics["train_runtime"], trainer.data_collator

@@ -27,7 +27,8 @@ from speco3.grpo import _mask_runs as mask_runs, _record_batches as record_batch
 CALL = ('<think>Is there broad Balmer emission? I zoom on H-alpha.</think>\n<tool_call>{"name": "spectral_visualization_tool", '
         '"arguments": {"wavelength_range": [6480, 6650], "label": "H-alpha"}}</tool_call>')
 ANSWER = "<think>The line settles it.</think>\n<answer>\\boxed{YES}</answer>"
-RUN = dict(profile="smoke", temperature=0.1, progress=False)  # 4 rollouts (2 questions x 2) per step, <= 2 calls each
+RUN = dict(profile="smoke", temperature=0.1, prompt="paper", progress=False)  # 4 rollouts (2 questions x 2) per step, <= 2 calls each;
+# the paper's prompt here (the zoomer learnt it); the brief path has its own test below
 TOOL_TURN = ("\n<|im_start|>user\n<tool_response>\n<|vision_start|>", "</tool_response><|im_end|>\n<|im_start|>assistant\n")
 
 
@@ -227,3 +228,22 @@ def test_kill_then_resume_matches_an_unbroken_run(data, zoomer, tmp_path):
 def test_cpu_profile_needs_an_sft_checkpoint(data, tmp_path):
     with pytest.raises(ValueError, match="SFT checkpoint"):
         grpo_trainer(data, tmp_path, profile="cpu", progress=False)
+
+
+def test_the_brief_prompt_trl_renders_is_the_brief_sft_prompt(rows, zoomer, tmp_path):
+    "smoke asks in the brief style: TRL passes the tool schemas, the template leaves them out, and the text is SFT's restyled one."
+    import shutil
+    from speco3.hf import save_context, saved_context
+    from speco3.prompts import restyle
+    model = tmp_path / "model"; shutil.copytree(zoomer, model); save_context(model, prompt="paper")
+    with pytest.warns(UserWarning, match="trained with the 'paper' prompt"):
+        trainer = grpo_trainer(grpo_dataset(rows, style="fast", prompt="brief"), tmp_path / "run", init=model, profile="smoke", max_steps=1, progress=False)
+    assert trainer.args.chat_template_kwargs == {"tools_in_system": False}
+    ex = trainer.train_dataset[0]
+    grpo = trainer.processing_class.apply_chat_template(prepare_multimodal_messages(ex["prompt"], ex["images"]), tools=trainer._env_tools[None],
+                                                        add_generation_prompt=True, tokenize=False, **trainer.args.chat_template_kwargs)
+    sft = render_chat(restyle(build_messages("cv", image=ex["images"][0], tools=True), "brief"), add_generation_prompt=True)
+    assert grpo == sft and "<tools>" not in grpo and "Vet one spectrum plot." in grpo
+    save_context(model, prompt="brief")
+    run = train_grpo(grpo_dataset(rows[:2], style="fast", prompt="brief"), tmp_path / "trained", init=model, profile="smoke", max_steps=1, progress=False)
+    assert saved_context(run["model_dir"]) == {"keep_plots": None, "prompt": "brief"}   # HFPolicy will ask in it

@@ -68,10 +68,10 @@ if jinja2 is not None:
     _TEMPLATE = _ENV.from_string(chat_template())
 
 
-def jinja_render(messages, tools=None, add_generation_prompt=False, spans=False):
+def jinja_render(messages, tools=None, add_generation_prompt=False, spans=False, **kwargs):
     "Render the template file; with spans=True also the (start, end) of each generation block in the clean text."
     marked = _TEMPLATE.render(messages=messages, tools=tools, add_generation_prompt=add_generation_prompt,
-                              bos_token="", eos_token="<|im_end|>")
+                              bos_token="", eos_token="<|im_end|>", **kwargs)
     text, marks, start = "", [], None
     for piece in re.split(f"([{OPEN}{CLOSE}])", marked):
         if piece == OPEN: start = len(text)
@@ -508,3 +508,14 @@ def test_template_conformance_jinja(case):
 def test_template_keeps_generation_markers():
     from speco3.prompts import chat_template
     assert "{%- generation %}" in chat_template() and "{%- endgeneration %}" in chat_template()
+
+
+@pytest.mark.parametrize("render", RENDERERS)
+def test_tools_in_system_false_writes_no_schema(render):
+    "The brief prompt's GRPO rendering: TRL passes tools=, the keyword keeps the schema block out; default unchanged."
+    from speco3.prompts import build_messages, TOOL_SCHEMA, BRIEF_PROMPT
+    msgs = build_messages("cv", prompt="brief")
+    plain = render(msgs, tools=[TOOL_SCHEMA], add_generation_prompt=True, tools_in_system=False)
+    assert plain.startswith("<|im_start|>system\n" + BRIEF_PROMPT + "<|im_end|>") and "<tools>" not in plain
+    assert "<tools>" in render(msgs, tools=[TOOL_SCHEMA], add_generation_prompt=True, tools_in_system=True)
+    assert "<tools>" in render(msgs, tools=[TOOL_SCHEMA], add_generation_prompt=True)

@@ -14,7 +14,7 @@ import torch
 from transformers import AutoModelForImageTextToText, TrainerCallback
 
 import speco3
-from speco3.prompts import render_chat
+from speco3.prompts import render_chat, restyle
 from speco3.sft import (PROFILES, as_sft_dataset, assistant_spans, conversation_to_example, demo_conversations, settle,
                         sft_dataset, sft_trainer, train_sft, trained_spans, accelerate_config)
 
@@ -91,7 +91,7 @@ def test_a_real_batch_trains_exactly_the_assistant_replies(chats, tmp_path):
     trainer = sft_trainer(chats, tmp_path, profile="smoke", per_device_train_batch_size=4, progress=False)
     assert trainer.args.assistant_only_loss
     tok = trainer.processing_class.tokenizer
-    expected = [assistant_spans(c) for c in chats]
+    expected = [assistant_spans(restyle(c, PROFILES["smoke"].prompt)) for c in chats]  # smoke learns the brief style
     seen = []
     for batch in trainer.get_train_dataloader():
         for i in range(batch["labels"].shape[0]):
@@ -116,7 +116,7 @@ def test_a_saved_folder_loads_through_coldstart(chats, tmp_path):
     Dataset.from_list([conversation_to_example(c) for c in chats[:4]]).save_to_disk(str(tmp_path / "data"))
     trainer = sft_trainer(tmp_path / "data", tmp_path / "run", profile="smoke", progress=False)
     batch = next(iter(trainer.get_train_dataloader()))
-    expected = [assistant_spans(c) for c in chats[:4]]
+    expected = [assistant_spans(restyle(c, PROFILES["smoke"].prompt)) for c in chats[:4]]
     assert all(trained_spans(row, trainer.processing_class.tokenizer) in expected for row in batch["labels"])
 
 
@@ -217,3 +217,14 @@ def test_paper_accelerate_config_shards_full_fine_tuning():
     assert all(hasattr(qwen, c) for c in acc.fsdp_config["fsdp_transformer_layer_cls_to_wrap"].split(","))
     root = Path(speco3.__file__).parent.parent
     if (root / "MANIFEST.in").exists(): assert "*.yaml" in (root / "MANIFEST.in").read_text()  # shipped as package data
+
+
+def test_the_brief_style_is_learnt_and_recorded(unbroken, chats):
+    "smoke trains on the brief prompt (restyled from the paper's), templated conclusions, and writes the style next to the model."
+    from speco3.hf import saved_context
+    from speco3.prompts import BRIEF_PROMPT, chat_style, _text_of
+    assert PROFILES["smoke"].prompt == PROFILES["cpu"].prompt == "brief" and PROFILES["gpu"].prompt == PROFILES["paper"].prompt == "paper"
+    assert chat_style(chats[0]) == ("paper", True)            # the data are in the paper's style...
+    brief = restyle(chats[0], "brief")
+    assert brief[0]["content"] == BRIEF_PROMPT and "Conclusion: this is " in _text_of(brief[-1]["content"])
+    assert saved_context(unbroken["model_dir"])["prompt"] == "brief"   # ...the model answers in the brief one
