@@ -289,7 +289,7 @@ def restyle(messages, # an agent chat (system, user with the overview, then repl
             prompt="brief"): # the style to write it in (see PROMPTS)
     "The chat in another prompt style: system text and question as `build_messages` writes them; in the brief style a templated conclusion."
     style = chat_style(messages)
-    if style is None or style[0] == check_prompt(prompt): return list(messages)
+    if check_prompt(prompt) and (style is None or style[0] == prompt): return list(messages)
     zoom, task = style[1], task_of(messages)
     out = [dict(m) for m in messages]
     out[0]["content"] = _with_text(out[0]["content"], system_text(tools=zoom, zoom=zoom, prompt=prompt))
