@@ -303,10 +303,10 @@ PROFILES = {
     "paper": GRPOProfile("paper", model="Qwen/Qwen2.5-VL-7B-Instruct", max_tool_calls=7, max_completion_length=32768),  # the authors' config: 8 assistant turns (7 zooms + the answer), response 32 768
     "gpu": GRPOProfile("gpu", model="Qwen/Qwen2.5-VL-3B-Instruct", prompts_per_step=8, prompts_per_update=4, micro_batch=4,
                        num_train_epochs=1, save_steps=20),
-    "cpu": GRPOProfile("cpu", needs_init=True, style="fast", num_generations=4, prompts_per_step=2, prompts_per_update=2,
+    "cpu": GRPOProfile("cpu", needs_init=True, style="fast", num_generations=4, prompts_per_step=8, prompts_per_update=8,
                        micro_batch=8, temperature=0.5, learning_rate=2e-5, weight_decay=0.0, max_completion_length=3584, reasoning_tokens=160,
-                       answer_tokens=160, max_steps=200, freeze_vision=True, bf16=False, activation_checkpointing=False,
-                       save_steps=50, prompt="brief"),
+                       answer_tokens=160, max_steps=50, freeze_vision=True, bf16=False, activation_checkpointing=False,
+                       save_steps=10, prompt="brief"),
     "smoke": GRPOProfile("smoke", style="fast", max_tool_calls=2, num_generations=2, prompts_per_step=2, prompts_per_update=2,
                          micro_batch=4, learning_rate=1e-4, weight_decay=0.0, max_completion_length=768, reasoning_tokens=48, answer_tokens=48,
                          max_steps=4, freeze_vision=True, bf16=False, activation_checkpointing=False, save_steps=2, prompt="brief"),
