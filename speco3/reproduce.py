@@ -12,10 +12,11 @@ from .io import atomic_write
 from . import profiles
 
 # %% auto #0
-__all__ = ['PROFILES', 'check_profile', 'output_dirs', 'git_commit', 'environment', 'machine', 'write_run_record', 'save_figure',
-           'work_parts', 'predictions_path', 'save_predictions', 'main_table_from', 'benchmark_dir', 'relative',
-           'vet_model', 'load_predictions', 'behaviour_table', 'reading_table', 'folder_bytes',
-           'write_reproduce_summary', 'keep_notebook', 'scrub_paths']
+__all__ = ['PROFILES', 'VERDICT_MARKERS', 'check_profile', 'output_dirs', 'git_commit', 'environment', 'machine',
+           'write_run_record', 'save_figure', 'work_parts', 'predictions_path', 'save_predictions', 'main_table_from',
+           'benchmark_dir', 'relative', 'vet_model', 'load_predictions', 'behaviour_table', 'reading_table',
+           'verdict_prompt', 'verdict_states', 'folder_bytes', 'write_reproduce_summary', 'keep_notebook',
+           'scrub_paths']
 
 # %% ../nbs/90_reproduce.ipynb #2e82fe7d
 PROFILES = profiles.PROFILES  # the names live in speco3.profiles, with every stage's settings (`profiles.table()`)
@@ -280,6 +281,50 @@ def reading_table(records:dict, # row name -> trajectory records; rows without t
         if ex: out[name] = caption_scores(ex, words, ex).loc[lambda d: d.index.str.startswith("all")].rename(index=lambda k: k.removeprefix("all "))
     if not out: return pd.DataFrame(columns=["n", "said_right", "majority"], index=pd.MultiIndex.from_tuples([], names=["policy", "plots"]))
     return pd.concat(out, names=["policy", "plots"]).rename(columns={"model": "said_right"})
+
+# %% ../nbs/90_reproduce.ipynb #ab2892e8
+VERDICT_MARKERS = {"brief": "Conclusion: this is", "paper": "\\boxed{"}  # where each prompt style's final reply commits to its verdict
+
+def verdict_prompt(record, # a trajectory record (`speco3.agent.read_trajectories`)
+                   run_dir, # the run folder its image paths are relative to
+                   prompt="brief", # the prompt style the model reads (`speco3.hf.saved_context`)
+                   marker=None, # the text the final reply is cut after; None: VERDICT_MARKERS[prompt]
+                   zoom=True): # False: a no-tool run (`agent.run(..., zoom=False)`): its system text
+    "(messages before the final reply with their plots, the final reply up to its verdict), or None when the record states none."
+    from PIL import Image
+    from speco3.coldstart import sft_messages
+    from speco3.prompts import restyle
+    marker = marker or VERDICT_MARKERS[prompt]
+    if record.get("status") != "answered" or not record.get("turns"): return None
+    try: msgs, paths = sft_messages(record, zoom)
+    except ValueError: return None  # a tool call that did not parse: not a chat to replay
+    msgs, paths = restyle(msgs, prompt), list(paths)
+    last = msgs[-1]["content"]
+    text = last if isinstance(last, str) else "".join(p.get("text", "") for p in last)
+    if (k := text.find(marker)) < 0: return None
+    for m in msgs:
+        for p in m["content"] if isinstance(m["content"], list) else []:
+            if p.get("type") == "image": p["image"] = Image.open(Path(run_dir) / paths.pop(0)).convert("RGB")
+    return msgs[:-1], text[:k + len(marker)]
+
+def verdict_states(policy, # a `speco3.hf.HFPolicy` (its model, processor, chat template and prompt style)
+                   records, # trajectory records, all from `run_dir`
+                   run_dir, # the run folder
+                   marker=None, # as in `verdict_prompt`
+                   zoom=True # as in `verdict_prompt`
+                  ) -> tuple:
+    "(states: (n, 2·hidden) array of the last and middle layers at the verdict, the n records they come from)."
+    import numpy as np, torch
+    out, used = [], []
+    for r in records:
+        got = verdict_prompt(r, run_dir, policy.prompt, marker, zoom)
+        if got is None: continue
+        msgs, said = got
+        images = [p["image"] for m in msgs if isinstance(m["content"], list) for p in m["content"] if p.get("type") == "image"]
+        enc = policy.processor(text=[policy.render(msgs) + said], images=images, return_tensors="pt").to(policy.model.device)
+        with torch.no_grad(): h = policy.model(**enc, output_hidden_states=True).hidden_states
+        out.append(torch.cat([h[-1][0, -1], h[len(h) // 2][0, -1]]).float().cpu().numpy()); used.append(r)
+    return (np.array(out) if out else np.zeros((0, 0))), used
 
 # %% ../nbs/90_reproduce.ipynb #4d3a1289
 def folder_bytes(path # a file or folder
