@@ -299,8 +299,7 @@ def verdict_prompt(record, # a trajectory record (`speco3.agent.read_trajectorie
     try: msgs, paths = sft_messages(record, zoom)
     except ValueError: return None  # a tool call that did not parse: not a chat to replay
     msgs, paths = restyle(msgs, prompt), list(paths)
-    last = msgs[-1]["content"]
-    text = last if isinstance(last, str) else "".join(p.get("text", "") for p in last)
+    text = record["turns"][-1].get("text") or ""  # the final reply as the model wrote it (restyling would template one)
     if (k := text.find(marker)) < 0: return None
     for m in msgs:
         for p in m["content"] if isinstance(m["content"], list) else []:
