@@ -12,11 +12,11 @@ from .io import atomic_write
 from . import profiles
 
 # %% auto #0
-__all__ = ['PROFILES', 'VERDICT_MARKERS', 'check_profile', 'output_dirs', 'git_commit', 'environment', 'machine',
+__all__ = ['PROFILES', 'VERDICT_MARKERS', 'PAPER_DEPS', 'check_profile', 'output_dirs', 'git_commit', 'environment', 'machine',
            'write_run_record', 'save_figure', 'work_parts', 'predictions_path', 'save_predictions', 'main_table_from',
            'benchmark_dir', 'relative', 'vet_model', 'load_predictions', 'behaviour_table', 'reading_table',
            'verdict_prompt', 'verdict_states', 'folder_bytes', 'write_reproduce_summary', 'keep_notebook',
-           'scrub_paths']
+           'scrub_paths', 'paper_plan', 'run_plan']
 
 # %% ../nbs/90_reproduce.ipynb #2e82fe7d
 PROFILES = profiles.PROFILES  # the names live in speco3.profiles, with every stage's settings (`profiles.table()`)
@@ -336,11 +336,15 @@ def folder_bytes(path # a file or folder
 def write_reproduce_summary(path, # the JSON file written, e.g. results/reproduce.json
                             seconds:dict, # notebook name -> wall seconds
                             out_dir, # the run's output folder (results/, figures/, data/, runs/ under it)
-                            profile:str # the profile the notebooks ran at
+                            profile:str, # the profile the notebooks ran at
+                            elapsed=None, # seconds from the first start to the last end; None: the notebooks ran one after the other
+                            jobs:int=1 # notebooks run at once
                            ) -> dict:
     "Write the wall time per notebook and in all, and the disk used by results/, figures/, data/ and runs/; return it."
-    rec = {"profile": profile, "git_commit": git_commit(), "finished_utc": _utc(), "machine": machine(),
-           "wall_s": {k: round(float(v), 1) for k, v in seconds.items()}, "total_wall_s": round(sum(map(float, seconds.values())), 1),
+    notebooks = round(sum(map(float, seconds.values())), 1)
+    rec = {"profile": profile, "git_commit": git_commit(), "finished_utc": _utc(), "machine": machine(), "jobs": int(jobs),
+           "wall_s": {k: round(float(v), 1) for k, v in seconds.items()}, "notebooks_wall_s": notebooks,
+           "total_wall_s": notebooks if elapsed is None else round(float(elapsed), 1),
            "disk_bytes": {d: folder_bytes(Path(out_dir) / d) for d in ("results", "figures", "data", "runs")}}
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, json.dumps(rec, indent=1))
@@ -366,3 +370,76 @@ def scrub_paths(text:str, # e.g. a notebook's JSON with its outputs
         text = re.sub(re.escape(tmp) + r"/[^/\\\s\"']+", "<tmp>", text)
     home = str(Path.home())
     return text.replace(home, "~") if len(home) > 1 else text
+
+# %% ../nbs/90_reproduce.ipynb #6eeee32a
+PAPER_DEPS = {  # paper notebook -> the notebooks it waits for (it reads their outputs, or must not overlap their runs)
+    "00_tool_gallery": (), "01_data": (), "01b_realism": (), "03b_perception": (),
+    "02_main_results": ("01_data",), "03_cold_start": ("01_data",), "07_real_mix": ("01_data",),  # the benchmark build
+    "04_sft": ("02_main_results", "03_cold_start", "03b_perception"),  # the untrained model's answers, drafts, perception model
+    "05_grpo": ("04_sft",), "06_ablations": ("05_grpo",),
+    "08_baselines": ("05_grpo", "07_real_mix"),              # the learned models' throughput; the specialists 07 trained
+    "09_reasoning_audit": ("06_ablations", "08_baselines"),  # audits every trajectory under runs/ ...
+    "10_general_vlms": ("09_reasoning_audit",), "10b_qso_incremental": ("09_reasoning_audit",),  # ... which later runs
+    "11_generalisation": ("08_baselines", "09_reasoning_audit")}                                  # must not write meanwhile
+
+def paper_plan(names, # paper notebooks to run (names or file names), e.g. every nbs/paper/[0-9]*.ipynb
+               deps=None # name -> the names it waits for; None: PAPER_DEPS
+              ) -> dict:
+    "{name: the names among `names` it waits for}; a one-line ValueError for a notebook `deps` lacks or one that waits for a later-numbered one."
+    deps = PAPER_DEPS if deps is None else deps
+    names = [Path(n).stem for n in names]
+    if missing := [n for n in names if n not in deps]:
+        raise ValueError(f"paper_plan: no dependencies recorded for {', '.join(missing)}: add them to speco3.reproduce.PAPER_DEPS")
+    for n in names:
+        if late := [d for d in deps[n] if d >= n]:
+            raise ValueError(f"paper_plan: {n} waits for {', '.join(late)}, which is numbered after it; renumber or fix PAPER_DEPS")
+    return {n: tuple(d for d in deps[n] if d in names) for n in names}
+
+def _waiting(plan):
+    "name -> how many notebooks wait for it, directly or not."
+    after = {n: set() for n in plan}
+    for n in sorted(plan, reverse=True):  # later notebooks first: their own waiters are complete
+        for d in plan[n]: after[d] |= {n} | after[n]
+    return {n: len(a) for n, a in after.items()}
+
+def _tail(path, n=30):
+    lines = Path(path).read_text(errors="replace").splitlines() if Path(path).exists() else []
+    return "\n".join("    " + l for l in lines[-n:])
+
+def run_plan(commands:dict, # name -> the command (argv list) that runs it
+             plan:dict, # name -> the names it waits for (`paper_plan`)
+             jobs:int=2, # commands running at once
+             log_dir=".", # each command's output goes to log_dir/<name>.log
+             say=print, # where the progress lines go
+             env=None, # environment of the commands; None: this one
+             cwd=None # their working folder
+            ) -> dict: # name -> dict(status: ok, failed or not run; rc, start, end (time.time()), log, why)
+    "Run `commands` under `plan`, `jobs` at a time; a failure stops only what waits for it. Returns each one's outcome."
+    if int(jobs) < 1: raise ValueError(f"run_plan: jobs must be at least 1, got {jobs}")
+    if set(commands) != set(plan): raise ValueError(f"run_plan: commands and plan name different notebooks: {sorted(set(commands) ^ set(plan))}")
+    weight, out, running = _waiting(plan), {}, {}
+    Path(log_dir).mkdir(parents=True, exist_ok=True)
+    try:
+        while len(out) < len(plan):
+            for n in plan:  # what can never run
+                if n not in out and n not in running and (bad := [d for d in plan[n] if out.get(d, {}).get("status") in ("failed", "not run")]):
+                    out[n] = dict(status="not run", rc=None, start=None, end=None, log=None, why=f"waits for {bad[0]}, which did not finish")
+                    say(f"-- {n}: not run ({out[n]['why']})")
+            ready = sorted((n for n in plan if n not in out and n not in running and all(out.get(d, {}).get("status") == "ok" for d in plan[n])),
+                           key=lambda n: (-weight[n], n))
+            for n in ready[:max(0, int(jobs) - len(running))]:
+                log = Path(log_dir) / f"{n}.log"
+                with open(log, "w") as f:
+                    running[n] = (subprocess.Popen(commands[n], stdout=f, stderr=subprocess.STDOUT, env=env, cwd=cwd), time.time(), log)
+                say(f"-- {n}" + (f" (beside {', '.join(sorted(set(running) - {n}))})" if len(running) > 1 else ""))
+            if not running: continue
+            time.sleep(0.2)
+            for n, (p, t0, log) in list(running.items()):
+                if (rc := p.poll()) is None: continue
+                del running[n]
+                out[n] = dict(status="ok" if rc == 0 else "failed", rc=rc, start=t0, end=time.time(), log=str(log), why=None)
+                if rc: say(f"FAILED: {n} exited with {rc} after {out[n]['end'] - t0:.0f} s; the end of {log}:\n{_tail(log)}")
+                else: say(f"   {n} done in {out[n]['end'] - t0:.0f} s")
+    finally:
+        for p, _, _ in running.values(): p.kill()
+    return out

@@ -1,0 +1,49 @@
+"""Run the paper notebooks (nbs/paper/[0-9]*.ipynb, or those named) with papermill at one profile, two at a time
+where they do not wait on each other (speco3.reproduce.PAPER_DEPS), each into DEST/<name>.ipynb with its log beside it.
+Used by bin/reproduce and bin/test; exits 1 when a notebook failed (those waiting for it do not run).
+Usage: python tools/run_papers.py --profile P --out-dir D --dest DEST [--jobs N] [--keep DIR] [--summary FILE] [--inline-figures] [NOTEBOOK ...]
+  --out-dir is given relative to nbs/paper (where the notebooks run); --jobs defaults to 2 at smoke and cpu on a machine
+  with two cores or more (each notebook's model work uses one thread), 1 at gpu and paper (one accelerator);
+  SPECO3_JOBS overrides the default."""
+import argparse, os, sys
+from pathlib import Path
+
+root = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(root))
+from speco3.reproduce import paper_plan, run_plan, keep_notebook, write_reproduce_summary
+
+def default_jobs(profile):
+    if os.environ.get("SPECO3_JOBS"): return int(os.environ["SPECO3_JOBS"])
+    return min(2, os.cpu_count() or 1) if profile in ("smoke", "cpu") else 1
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--profile", required=True); p.add_argument("--out-dir", required=True); p.add_argument("--dest", required=True)
+    p.add_argument("--jobs", type=int); p.add_argument("--keep"); p.add_argument("--summary"); p.add_argument("--inline-figures", action="store_true")
+    p.add_argument("notebooks", nargs="*")
+    a = p.parse_args()
+    paper = root / "nbs" / "paper"
+    names = [Path(n).stem for n in a.notebooks] or sorted(f.stem for f in paper.glob("[0-9]*.ipynb"))
+    if absent := [n for n in names if not (paper / f"{n}.ipynb").exists()]: sys.exit(f"run_papers: no notebook {', '.join(absent)} in nbs/paper")
+    plan, jobs = paper_plan(names), a.jobs or default_jobs(a.profile)
+    dest = Path(a.dest).resolve(); dest.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    if a.inline_figures: env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"  # figures kept in the executed notebook
+    rel = lambda path: os.path.relpath(path, root)  # the commands run in the repository: no machine path enters the notebooks' metadata
+    commands = {n: ["papermill", f"nbs/paper/{n}.ipynb", rel(dest / f"{n}.ipynb"), "-p", "profile", a.profile, "-p", "out_dir", a.out_dir,
+                    "-k", "python3", "--cwd", "nbs/paper", "--log-level", "WARNING", "--no-progress-bar"] for n in names}
+    print(f"{len(names)} paper notebooks at profile {a.profile}, {jobs} at a time; executed notebooks and logs in {rel(dest)}/", flush=True)
+    out = run_plan(commands, plan, jobs=jobs, log_dir=dest, env=env, cwd=root, say=lambda s: print(s, flush=True))
+    done = {f"{n}.ipynb": out[n]["end"] - out[n]["start"] for n in sorted(out) if out[n]["status"] == "ok"}
+    if a.keep:
+        for n in (n for n, o in out.items() if o["status"] == "ok"): keep_notebook(dest / f"{n}.ipynb", Path(a.keep) / f"{n}.ipynb", root)
+    if a.summary and done:
+        ran = [o for o in out.values() if o["start"] is not None]
+        rec = write_reproduce_summary(a.summary, done, paper / a.out_dir, a.profile, jobs=jobs,
+                                      elapsed=max(o["end"] for o in ran) - min(o["start"] for o in ran))
+        print(f"total {rec['total_wall_s']:.0f} s ({rec['notebooks_wall_s']:.0f} s of notebooks, {jobs} at a time); disk (MB): "
+              + ", ".join(f"{k} {v / 1e6:.1f}" for k, v in rec["disk_bytes"].items()))
+    if bad := [n for n, o in out.items() if o["status"] != "ok"]:
+        sys.exit(f"run_papers: {len(bad)} notebook(s) did not finish: " + ", ".join(f"{n} ({out[n]['status']})" for n in bad))
+
+if __name__ == "__main__": main()
