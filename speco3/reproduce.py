@@ -12,11 +12,11 @@ from .io import atomic_write
 from . import profiles
 
 # %% auto #0
-__all__ = ['PROFILES', 'VERDICT_MARKERS', 'PAPER_DEPS', 'check_profile', 'output_dirs', 'git_commit', 'environment', 'machine',
-           'write_run_record', 'save_figure', 'work_parts', 'predictions_path', 'save_predictions', 'main_table_from',
-           'benchmark_dir', 'relative', 'vet_model', 'load_predictions', 'behaviour_table', 'reading_table',
-           'verdict_prompt', 'verdict_states', 'folder_bytes', 'write_reproduce_summary', 'keep_notebook',
-           'scrub_paths', 'paper_plan', 'run_plan']
+__all__ = ['PROFILES', 'VERDICT_MARKERS', 'PAPER_DEPS', 'PAPER_ALONE', 'check_profile', 'output_dirs', 'git_commit',
+           'environment', 'machine', 'write_run_record', 'save_figure', 'work_parts', 'predictions_path',
+           'save_predictions', 'main_table_from', 'benchmark_dir', 'relative', 'vet_model', 'load_predictions',
+           'behaviour_table', 'reading_table', 'verdict_prompt', 'verdict_states', 'folder_bytes',
+           'write_reproduce_summary', 'keep_notebook', 'scrub_paths', 'paper_plan', 'run_plan']
 
 # %% ../nbs/90_reproduce.ipynb #2e82fe7d
 PROFILES = profiles.PROFILES  # the names live in speco3.profiles, with every stage's settings (`profiles.table()`)
@@ -381,6 +381,7 @@ PAPER_DEPS = {  # paper notebook -> the notebooks it waits for (it reads their o
     "09_reasoning_audit": ("06_ablations", "08_baselines"),  # audits every trajectory under runs/ ...
     "10_general_vlms": ("09_reasoning_audit",), "10b_qso_incremental": ("09_reasoning_audit",),  # ... which later runs
     "11_generalisation": ("08_baselines", "09_reasoning_audit")}                                  # must not write meanwhile
+PAPER_ALONE = ("08_baselines",)  # notebooks that time things (the throughput table): nothing runs beside them
 
 def paper_plan(names, # paper notebooks to run (names or file names), e.g. every nbs/paper/[0-9]*.ipynb
                deps=None # name -> the names it waits for; None: PAPER_DEPS
@@ -412,7 +413,8 @@ def run_plan(commands:dict, # name -> the command (argv list) that runs it
              log_dir=".", # each command's output goes to log_dir/<name>.log
              say=print, # where the progress lines go
              env=None, # environment of the commands; None: this one
-             cwd=None # their working folder
+             cwd=None, # their working folder
+             alone=() # names that run with nothing beside them (e.g. PAPER_ALONE: they time things)
             ) -> dict: # name -> dict(status: ok, failed or not run; rc, start, end (time.time()), log, why)
     "Run `commands` under `plan`, `jobs` at a time; a failure stops only what waits for it. Returns each one's outcome."
     if int(jobs) < 1: raise ValueError(f"run_plan: jobs must be at least 1, got {jobs}")
@@ -427,6 +429,9 @@ def run_plan(commands:dict, # name -> the command (argv list) that runs it
                     say(f"-- {n}: not run ({out[n]['why']})")
             ready = sorted((n for n in plan if n not in out and n not in running and all(out.get(d, {}).get("status") == "ok" for d in plan[n])),
                            key=lambda n: (-weight[n], n))
+            if any(r in alone for r in running): ready = []   # a timing run is alone ...
+            elif (solo := [n for n in ready if n in alone]):  # ... and waits until it can be
+                ready = [] if running else solo[:1]
             for n in ready[:max(0, int(jobs) - len(running))]:
                 log = Path(log_dir) / f"{n}.log"
                 with open(log, "w") as f:

@@ -1,5 +1,5 @@
 """Run the paper notebooks (nbs/paper/[0-9]*.ipynb, or those named) with papermill at one profile, two at a time
-where they do not wait on each other (speco3.reproduce.PAPER_DEPS), each into DEST/<name>.ipynb with its log beside it.
+where they do not wait on each other (speco3.reproduce.PAPER_DEPS; one that times things runs alone), each into DEST/<name>.ipynb with its log beside it.
 Used by bin/reproduce and bin/test; exits 1 when a notebook failed (those waiting for it do not run).
 Usage: python tools/run_papers.py --profile P --out-dir D --dest DEST [--jobs N] [--keep DIR] [--summary FILE] [--inline-figures] [NOTEBOOK ...]
   --out-dir is given relative to nbs/paper (where the notebooks run); --jobs defaults to 2 at smoke and cpu on a machine
@@ -10,7 +10,7 @@ from pathlib import Path
 
 root = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(root))
-from speco3.reproduce import paper_plan, run_plan, keep_notebook, write_reproduce_summary
+from speco3.reproduce import PAPER_ALONE, paper_plan, run_plan, keep_notebook, write_reproduce_summary
 
 def default_jobs(profile):
     if os.environ.get("SPECO3_JOBS"): return int(os.environ["SPECO3_JOBS"])
@@ -33,7 +33,7 @@ def main():
     commands = {n: ["papermill", f"nbs/paper/{n}.ipynb", rel(dest / f"{n}.ipynb"), "-p", "profile", a.profile, "-p", "out_dir", a.out_dir,
                     "-k", "python3", "--cwd", "nbs/paper", "--log-level", "WARNING", "--no-progress-bar"] for n in names}
     print(f"{len(names)} paper notebooks at profile {a.profile}, {jobs} at a time; executed notebooks and logs in {rel(dest)}/", flush=True)
-    out = run_plan(commands, plan, jobs=jobs, log_dir=dest, env=env, cwd=root, say=lambda s: print(s, flush=True))
+    out = run_plan(commands, plan, jobs=jobs, log_dir=dest, env=env, cwd=root, alone=PAPER_ALONE, say=lambda s: print(s, flush=True))
     done = {f"{n}.ipynb": out[n]["end"] - out[n]["start"] for n in sorted(out) if out[n]["status"] == "ok"}
     if a.keep:
         for n in (n for n, o in out.items() if o["status"] == "ok"): keep_notebook(dest / f"{n}.ipynb", Path(a.keep) / f"{n}.ipynb", root)
