@@ -419,6 +419,7 @@ def run_plan(commands:dict, # name -> the command (argv list) that runs it
     "Run `commands` under `plan`, `jobs` at a time; a failure stops only what waits for it. Returns each one's outcome."
     if int(jobs) < 1: raise ValueError(f"run_plan: jobs must be at least 1, got {jobs}")
     if set(commands) != set(plan): raise ValueError(f"run_plan: commands and plan name different notebooks: {sorted(set(commands) ^ set(plan))}")
+    if stray := sorted({d for ds in plan.values() for d in ds} - set(plan)): raise ValueError(f"run_plan: the plan waits for {', '.join(stray)}, which it does not run")
     weight, out, running = _waiting(plan), {}, {}
     Path(log_dir).mkdir(parents=True, exist_ok=True)
     try:
@@ -435,9 +436,12 @@ def run_plan(commands:dict, # name -> the command (argv list) that runs it
             for n in ready[:max(0, int(jobs) - len(running))]:
                 log = Path(log_dir) / f"{n}.log"
                 with open(log, "w") as f:
-                    running[n] = (subprocess.Popen(commands[n], stdout=f, stderr=subprocess.STDOUT, env=env, cwd=cwd), time.time(), log)
+                    running[n] = (subprocess.Popen(commands[n], stdout=f, stderr=subprocess.STDOUT, env=env, cwd=cwd,
+                                                   start_new_session=True), time.time(), log)  # its own group: a kill takes its kernel along
                 say(f"-- {n}" + (f" (beside {', '.join(sorted(set(running) - {n}))})" if len(running) > 1 else ""))
-            if not running: continue
+            if not running:
+                if len(out) < len(plan): raise ValueError(f"run_plan: {', '.join(sorted(set(plan) - set(out)))} wait for each other")
+                continue
             time.sleep(0.2)
             for n, (p, t0, log) in list(running.items()):
                 if (rc := p.poll()) is None: continue
@@ -445,6 +449,8 @@ def run_plan(commands:dict, # name -> the command (argv list) that runs it
                 out[n] = dict(status="ok" if rc == 0 else "failed", rc=rc, start=t0, end=time.time(), log=str(log), why=None)
                 if rc: say(f"FAILED: {n} exited with {rc} after {out[n]['end'] - t0:.0f} s; the end of {log}:\n{_tail(log)}")
                 else: say(f"   {n} done in {out[n]['end'] - t0:.0f} s")
-    finally:
-        for p, _, _ in running.values(): p.kill()
+    finally:  # interrupted: stop what still runs, with the processes it started (papermill's kernel)
+        for p, _, _ in running.values():
+            try: os.killpg(p.pid, 9)
+            except ProcessLookupError: pass
     return out

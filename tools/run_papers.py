@@ -5,7 +5,7 @@ Usage: python tools/run_papers.py --profile P --out-dir D --dest DEST [--jobs N]
   --out-dir is given relative to nbs/paper (where the notebooks run); --jobs defaults to 2 at smoke and cpu on a machine
   with two cores or more (each notebook's model work uses one thread), 1 at gpu and paper (one accelerator);
   SPECO3_JOBS overrides the default."""
-import argparse, os, sys
+import argparse, os, signal, sys
 from pathlib import Path
 
 root = Path(__file__).resolve().parents[1]
@@ -33,6 +33,7 @@ def main():
     commands = {n: ["papermill", f"nbs/paper/{n}.ipynb", rel(dest / f"{n}.ipynb"), "-p", "profile", a.profile, "-p", "out_dir", a.out_dir,
                     "-k", "python3", "--cwd", "nbs/paper", "--log-level", "WARNING", "--no-progress-bar"] for n in names}
     print(f"{len(names)} paper notebooks at profile {a.profile}, {jobs} at a time; executed notebooks and logs in {rel(dest)}/", flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # killed: run_plan stops the notebooks it started, kernels included
     out = run_plan(commands, plan, jobs=jobs, log_dir=dest, env=env, cwd=root, alone=PAPER_ALONE, say=lambda s: print(s, flush=True))
     done = {f"{n}.ipynb": out[n]["end"] - out[n]["start"] for n in sorted(out) if out[n]["status"] == "ok"}
     if a.keep:
