@@ -1,5 +1,6 @@
 """Run the paper notebooks (nbs/paper/[0-9]*.ipynb, or those named) with papermill at one profile, two at a time
-where they do not wait on each other (speco3.reproduce.PAPER_DEPS; one that times things runs alone), each into DEST/<name>.ipynb with its log beside it.
+where they do not wait on each other (speco3.reproduce.PAPER_DEPS; one that times things runs alone), each into
+DEST/<name>.ipynb with its log beside it.
 Used by bin/reproduce and bin/test; exits 1 when a notebook failed (those waiting for it do not run).
 Usage: python tools/run_papers.py --profile P --out-dir D --dest DEST [--jobs N] [--keep DIR] [--summary FILE] [--inline-figures] [NOTEBOOK ...]
   --out-dir is given relative to nbs/paper (where the notebooks run); --jobs defaults to 2 at smoke and cpu on a machine
