@@ -18,10 +18,11 @@ from .tool import SpectralVisualizationTool, TOOL_NAME
 __all__ = ['L', 'LINE_STATES', 'HEAD_STATES', 'C2_STATES', 'OVERVIEW', 'FEATURES', 'READING_PLAN', 'PROMPT_OVERVIEW', 'STATES',
            'WORDS', 'RARE', 'RARE_STEP', 'DECIDE_STEP', 'LAYOUT', 'PERCEPTION', 'Feature', 'seen', 'caption', 'plain',
            'tool_call', 'said_overview', 'said_zoom', 'said_next', 'SeeingExpert', 'reading_plan', 'zoom_prompt',
-           'perception_examples', 'linear_patches', 'pooled_tokens', 'train_eyes', 'heads_accuracy', 'perception_chats',
-           'balanced', 'train_words', 'rare_examples', 'train_rare', 'survey_like_samples', 'train_decide',
-           'parse_caption', 'plot_chat', 'read_plots', 'caption_scores', 'layout_chat', 'layout_chats', 'train_layout',
-           'read_layout', 'said_in_trajectories', 'run_perception', 'perception_model', 'load_examples', 'replay_chats']
+           'perception_examples', 'iter_perception_examples', 'plot_image', 'linear_patches', 'pooled_tokens',
+           'train_eyes', 'heads_accuracy', 'perception_chats', 'balanced', 'train_words', 'rare_examples', 'train_rare',
+           'survey_like_samples', 'train_decide', 'parse_caption', 'plot_chat', 'read_plots', 'caption_scores',
+           'layout_chat', 'layout_chats', 'train_layout', 'read_layout', 'said_in_trajectories', 'run_perception',
+           'perception_model', 'load_examples', 'replay_chats']
 
 # %% ../nbs/13a_seeing.ipynb #4d9ce770
 @dataclass(frozen=True)
@@ -256,17 +257,21 @@ def perception_examples(samples, # Samples (e.g. `speco3.coldstart.simulate_samp
                         style:str="fast", # renderer style: the style the agent will use
                         seed:int=0) -> list: # which extra windows are drawn
     "One dict per plot: image, prompt, caption, states, kind ('overview' or 'zoom'), window, sample_id, task and truth."
+    return list(iter_perception_examples(samples, zooms, style, seed))
+
+def iter_perception_examples(samples, zooms:int|str=2, style:str="fast", seed:int=0):
+    "`perception_examples` one plot at a time (the same plots in the same order), for callers that store them as they come."
     if not (zooms == "task" or (isinstance(zooms, int) and zooms >= 0)):
         raise ValueError(f"zooms must be a count >= 0 or 'task' (every guideline window of the spectrum's task), got {zooms!r}")
-    rng, out = random.Random(seed), []
+    rng = random.Random(seed)
     every = sorted({w for t in PAPER_TASKS for w in TASKS[t].windows})
     for s in samples:
         m, tool = measurements(s.spectrum), SpectralVisualizationTool.from_spectrum(s.spectrum, style=style)
         first = tool.execute()
         if first.image is None: continue   # nothing drawable
         st = seen(m)
-        out.append(dict(image=first.image, prompt=PROMPT_OVERVIEW, caption=caption(st, overview=True), states=st,
-                        kind="overview", window=None, sample_id=s.sample_id, task=s.task, truth=s.truth))
+        yield dict(image=first.image, prompt=PROMPT_OVERVIEW, caption=caption(st, overview=True), states=st,
+                   kind="overview", window=None, sample_id=s.sample_id, task=s.task, truth=s.truth)
         d = decide(s.task, m, covered_windows(s.spectrum, s.task))
         own = [TASKS[s.task].windows[i] for i in sorted({e.window for e in d.evidence if e.window is not None})]
         if zooms == "task": windows = own + [w for w in TASKS[s.task].windows if w not in own]
@@ -274,8 +279,15 @@ def perception_examples(samples, # Samples (e.g. `speco3.coldstart.simulate_samp
             rest = [w for w in every if w not in own]
             rng.shuffle(rest)
             windows = (own + rest)[:zooms]
-        out += [z for lo, hi, name in windows if (z := _zoom_example(s, m, tool, lo, hi, name))]
-    return out
+        yield from (z for lo, hi, name in windows if (z := _zoom_example(s, m, tool, lo, hi, name)))
+
+def plot_image(image): # a PIL image, or the path of a saved plot (perception examples read back from a run folder)
+    "The plot as a PIL image in RGB; a saved plot is decoded now, so a list of thousands of examples holds paths, not pixels."
+    if isinstance(image, (str, Path)):
+        from PIL import Image
+        if not Path(image).exists(): raise FileNotFoundError(f"{image}: the saved plot is missing (was the run folder moved or cleaned?)")
+        with Image.open(image) as im: return im.convert("RGB")
+    return image
 
 def _zoom_example(s, m, tool, lo, hi, name): # a Sample, its measurements, its tool, a window
     "The perception example of one zoom, or None when the window lies outside the data."
@@ -298,10 +310,10 @@ def linear_patches(model): # a Qwen2.5-VL model (changed in place)
     pe.forward = lambda x: x.view(-1, w[0].numel()).to(w.dtype) @ w.view(w.shape[0], -1).T
     return model
 
-def pooled_tokens(model, processor, images): # a Qwen2.5-VL, its processor, PIL images
+def pooled_tokens(model, processor, images): # a Qwen2.5-VL, its processor, PIL images or saved plots' paths
     "(n, 2·d) tensor: per image, the mean and the max over its merged vision tokens."
     torch = _torch()
-    enc = processor.image_processor(images=list(images), return_tensors="pt")
+    enc = processor.image_processor(images=[plot_image(i) for i in images], return_tensors="pt")
     toks = model.model.get_image_features(enc["pixel_values"], enc["image_grid_thw"]).pooler_output
     return torch.stack([torch.cat([t.mean(0), t.amax(0)]) for t in toks])
 
@@ -456,7 +468,10 @@ def rare_examples(samples, # Samples (e.g. `simulate_samples(n, tasks=tuple(RARE
                   style:str="fast", # renderer style: the style the agent will use
                   windows=RARE) -> list: # task -> names of its guideline windows to zoom into
     "Zoom examples of each spectrum's deciding windows only: more plots of the states that decide a task and are rare."
-    out = []
+    return list(_iter_rare(samples, style, windows))
+
+def _iter_rare(samples, style, windows):
+    "`rare_examples` one plot at a time."
     for s in samples:
         names = set(windows.get(s.task, ()))
         if not names: continue
@@ -464,8 +479,7 @@ def rare_examples(samples, # Samples (e.g. `simulate_samples(n, tasks=tuple(RARE
         if len(picked) != len(names):
             raise ValueError(f"rare_examples: {s.task} has no guideline window named {sorted(names - {w[2] for w in picked})}")
         m, tool = measurements(s.spectrum), SpectralVisualizationTool.from_spectrum(s.spectrum, style=style)
-        out += [z for lo, hi, name in picked if (z := _zoom_example(s, m, tool, lo, hi, name))]
-    return out
+        yield from (z for lo, hi, name in picked if (z := _zoom_example(s, m, tool, lo, hi, name)))
 
 RARE_STEP = dict(num_train_epochs=1, freeze_vision=False)  # the rare-state step's settings over `WORDS`
 
@@ -562,7 +576,8 @@ def _generate(model_dir, chats, images, batch_size, max_new_tokens):
     said = []
     for i in range(0, len(chats), batch_size):
         texts = [processor.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in chats[i:i + batch_size]]
-        enc = processor(text=texts, images=images[i:i + batch_size], return_tensors="pt", padding=True, padding_side="left")
+        plots = [[plot_image(p) for p in chat_plots] for chat_plots in images[i:i + batch_size]]
+        enc = processor(text=texts, images=plots, return_tensors="pt", padding=True, padding_side="left")
         with torch.no_grad(): ids = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False)
         said += [t.strip() for t in processor.batch_decode(ids[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)]
     return said
@@ -708,20 +723,26 @@ PERCEPTION = {  # profile -> sizes of the perception stage (gpu and paper start 
    # (`train_layout`, e.g. layout=dict(n_layout=4000, n_plain=1600)) runs when a profile names it; none does (see above)
 
 def _examples(folder, made_with, make):
-    "Perception examples cached in `folder` (images as PNG, the rest as JSON), made by `make()` when absent; `made_with` must match."
-    from PIL import Image
-    index, stamp = Path(folder) / "examples.json", Path(folder) / "made_with.json"
+    """Perception examples cached in `folder` (images as PNG, the rest as JSON), made by `make()` (a list or an iterator)
+    when absent; `made_with` must match. Each example's `image` is its PNG's path (`plot_image` decodes it): thousands of
+    decoded plots would hold gigabytes (the cpu run's 21 000 plots: about 13 GB) while a step trains."""
+    folder = Path(folder)
+    index, stamp = folder / "examples.json", folder / "made_with.json"
+    where = lambda name: str((folder / name).resolve())  # absolute: the examples are read wherever the caller's cwd is
     if index.exists():
         old = json.loads(stamp.read_text()) if stamp.exists() else None
         if old != made_with: raise ValueError(f"{folder}: holds perception examples made with {old}, not {made_with}; use another run folder")
-        rows = json.loads(index.read_text())
-        return [dict(r, image=Image.open(Path(folder) / r["image"]).convert("RGB")) for r in rows]
-    rows = make()
-    Path(folder).mkdir(parents=True, exist_ok=True)
-    for i, r in enumerate(rows): r["image"].save(Path(folder) / f"{i:05d}.png")
-    index.write_text(json.dumps([dict(r, image=f"{i:05d}.png") for i, r in enumerate(rows)], ensure_ascii=False))
+        return [dict(r, image=where(r["image"])) for r in json.loads(index.read_text())]
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for i, r in enumerate(make()):  # each plot saved as it comes; the index, written last, marks the folder complete
+        name = f"{i:05d}.png"
+        plot_image(r["image"]).save(folder / name)
+        rows.append(dict(r, image=name))
+    index.write_text(json.dumps(rows, ensure_ascii=False))
     stamp.write_text(json.dumps(made_with))
-    return rows
+    return [dict(r, image=where(r["image"])) for r in rows]
+
 
 # %% ../nbs/13a_seeing.ipynb #7506893b
 def run_perception(run_dir, # folder of the stage: examples, base model, eyes, words, control
@@ -738,8 +759,8 @@ def run_perception(run_dir, # folder of the stage: examples, base model, eyes, w
     check_profile(profile, PERCEPTION, "perception", "gpu and paper start from a real VLM")
     p, run = {**PERCEPTION[profile], **sizes}, Path(run_dir)
     made = lambda n: dict(n_per_task=n, zooms=p["zooms"], style=style, seed=seed)
-    train = _examples(run / "train", made(p["n_per_task"]), lambda: perception_examples(simulate_samples(p["n_per_task"], seed=seed + 101), p["zooms"], style, seed))
-    test = _examples(run / "test", made(p["n_test_per_task"]), lambda: perception_examples(simulate_samples(p["n_test_per_task"], seed=seed + 202), p["zooms"], style, seed + 1))
+    train = _examples(run / "train", made(p["n_per_task"]), lambda: iter_perception_examples(simulate_samples(p["n_per_task"], seed=seed + 101), p["zooms"], style, seed))
+    test = _examples(run / "test", made(p["n_test_per_task"]), lambda: iter_perception_examples(simulate_samples(p["n_test_per_task"], seed=seed + 202), p["zooms"], style, seed + 1))
     base = run / "base"
     if not (base / "config.json").exists(): build_tiny(base, size=size, seed=seed)
     eyes = train_eyes(base, train, run / "eyes", valid=test, epochs=p["eyes_epochs"], seed=seed, progress=progress, **p.get("eyes", {}))
@@ -750,17 +771,15 @@ def run_perception(run_dir, # folder of the stage: examples, base model, eyes, w
     if r := dict(p.get("rare") or {}):
         n = r.pop("n_per_task")
         rare = _examples(run / "rare", dict(n_per_task=n, windows={k: list(v) for k, v in RARE.items()}, style=style, seed=seed),
-                         lambda: rare_examples(simulate_samples(n, tasks=tuple(RARE), seed=seed + 303), style))
+                         lambda: _iter_rare(simulate_samples(n, tasks=tuple(RARE), seed=seed + 303), style, RARE))
         out["rare"] = train_rare(words["model_dir"], rare, train, run / "words-rare", profile=profile, seed=seed, progress=progress, **r)
         out["model_dir"], out["n_rare"] = out["rare"]["model_dir"], len(rare)
-        del rare   # thousands of plots: not held while the next steps train
     if d := dict(p.get("decide") or {}):
         n_pos, n_neg, zooms = d.pop("n_pos"), d.pop("n_neg"), d.pop("zooms")
         like = _examples(run / "decide", dict(n_pos=n_pos, n_neg=n_neg, zooms=zooms, style=style, seed=seed),
-                         lambda: perception_examples(survey_like_samples(n_pos, n_neg, seed=seed + 404), zooms, style, seed + 2))
+                         lambda: iter_perception_examples(survey_like_samples(n_pos, n_neg, seed=seed + 404), zooms, style, seed + 2))
         out["decide"] = train_decide(out["model_dir"], like, run / "words-decide", profile=profile, seed=seed, progress=progress, **d)
         out["model_dir"], out["n_decide"] = out["decide"]["model_dir"], len(like)
-        del like
     if p.get("layout"):
         out["layout"] = train_layout(out["model_dir"], train, run / "words-layout", profile=profile, seed=seed, progress=progress, **p["layout"])
         out["model_dir"] = out["layout"]["model_dir"]

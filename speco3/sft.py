@@ -27,9 +27,9 @@ except ImportError as e:  # the model side is the `train` extra, not the core
 
 # %% auto #0
 __all__ = ['PROFILES', 'ACCELERATE_CONFIGS', 'LORA_TARGETS', 'conversation_to_example', 'demo_conversations', 'sft_dataset',
-           'as_sft_dataset', 'one_turn_dataset', 'mix_in', 'SFTProfile', 'profile_table', 'accelerate_config', 'settle',
-           'lora_config', 'restyled', 'sft_args', 'sft_trainer', 'trained_spans', 'assistant_spans', 'save_loss_curve',
-           'train_sft']
+           'stored_chats', 'as_sft_dataset', 'one_turn_dataset', 'mix_in', 'SFTProfile', 'profile_table',
+           'accelerate_config', 'settle', 'lora_config', 'restyled', 'sft_args', 'sft_trainer', 'trained_spans',
+           'assistant_spans', 'save_loss_curve', 'train_sft']
 
 # %% ../nbs/13_sft.ipynb #055c0092
 _CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
@@ -46,10 +46,12 @@ def _structured(message):
     return new if render_chat([new]) == render_chat([message]) else message
 
 def _rgb(image, where):
-    "A PIL image in RGB from a PIL image or a path."
+    """A PIL image in RGB; a path to an image file, or an image as a table stores it ({'bytes', 'path'}), kept as it is
+    (the table decodes it when a row is read: no pixels held)."""
+    if isinstance(image, dict) and {"bytes", "path"} <= set(image): return image
     if isinstance(image, (str, Path)):
-        from PIL import Image
-        image = Image.open(image)
+        if not Path(image).is_file(): raise FileNotFoundError(f"{where}: image file {image} does not exist")
+        return str(image)
     if not hasattr(image, "convert"): raise ValueError(f"{where}: an image must be a PIL image or a path, got {type(image).__name__}")
     return image if image.mode == "RGB" else image.convert("RGB")
 
@@ -129,7 +131,22 @@ def sft_dataset(conversations): # chats with images inline, or rows made by `con
     "A `datasets.Dataset` in TRL's conversational vision layout, images placed inline when a row is read."
     rows = [c if isinstance(c, dict) else conversation_to_example(c) for c in conversations]
     if not rows: raise ValueError("sft_dataset: no conversations")
-    return Dataset.from_list(rows).with_transform(_inline)
+    return Dataset.from_list(rows, features=_features()).with_transform(_inline)
+
+def stored_chats(ds): # a table from `as_sft_dataset`
+    """Its chats with each image as the table stores it (`{'bytes', 'path'}`, not decoded), for rebuilding a table:
+    decoding every plot of a large table at once would hold gigabytes (12 000 plots: about 7 GB)."""
+    from datasets import Image, List, Value
+    plain = ds.with_format(None)
+    images = getattr(plain.features.get("images"), "feature", None)
+    if not (isinstance(images, Image) and isinstance(plain.features.get("messages"), Value)): return [ds[i]["messages"] for i in range(len(ds))]  # not an image column: decoded rows
+    plain = plain.cast_column("images", List(Image(decode=False)))
+    return [_inline({"messages": [r["messages"]], "images": [r["images"]]})["messages"][0] for r in plain]
+
+def _features():
+    "The table's columns: the messages as JSON text, the images as `datasets.Image` (PIL images stored as PNG, paths as paths), decoded in RGB."
+    from datasets import Features, Image, List, Value
+    return Features({"messages": Value("string"), "images": List(Image(mode="RGB"))})
 
 def _check_row(row, where):
     "The image contract TRL's collator relies on: tool images inline; other unfilled placeholders match `images`."
@@ -161,16 +178,14 @@ def as_sft_dataset(data): # a Dataset, a list of chats/rows, a folder written by
 def one_turn_dataset(data, # what `as_sft_dataset` accepts
                      keep=1): # plots kept in view as images
     "The SFT table with one example per assistant reply, only the newest `keep` plots in view (see `turn_examples`)."
-    ds = as_sft_dataset(data)
-    return as_sft_dataset([e for i in range(len(ds)) for e in turn_examples(ds[i]["messages"], keep)])
+    return as_sft_dataset([e for m in stored_chats(as_sft_dataset(data)) for e in turn_examples(m, keep)])
 
 # %% ../nbs/13_sft.ipynb #80a06a77
 def mix_in(data, # what `as_sft_dataset` accepts: the trajectories
            extra, # more chats to train on beside them (e.g. `speco3.seeing.replay_chats`)
            seed:int=0): # order of the mixed rows
     "One SFT table: every row of `data` and every chat of `extra`, shuffled together (a replay of an earlier stage's data)."
-    ds = as_sft_dataset(data)
-    rows = [ds[i]["messages"] for i in range(len(ds))] + list(extra)
+    rows = stored_chats(as_sft_dataset(data)) + list(extra)
     random.Random(seed).shuffle(rows)
     return as_sft_dataset(rows)
 
@@ -255,8 +270,7 @@ class _SFTTrainer(ResumeFullWeights, SFTTrainer):
 def restyled(data, # what `as_sft_dataset` accepts
              prompt): # a prompt style (`speco3.prompts.PROMPTS`)
     "The SFT table with every agent chat in `prompt`'s style (`speco3.prompts.restyle`); other chats as they are."
-    ds = as_sft_dataset(data)
-    return as_sft_dataset([restyle(ds[i]["messages"], prompt) for i in range(len(ds))])
+    return as_sft_dataset([restyle(m, prompt) for m in stored_chats(as_sft_dataset(data))])
 
 class _Count:
     "The trainer's collator, counting conversations and tokens it batches (for samples/s and tokens/s)."

@@ -30,6 +30,8 @@ def params(nb, profile, out, tiny):
     if nb == "04_sft": p.update(model=str(tiny), sft_overrides=SFT, n_small=2)
     if nb == "05_grpo": p.update(grpo_overrides=GRPO, max_steps=1)
     if nb == "06_ablations": p.update(model=str(tiny), grpo_overrides=GRPO, rl_steps=1)
+    if nb == "04a_ablation_runs": p.update(model=str(tiny), sft_overrides=SFT, grpo_overrides=GRPO, max_steps=1, rl_steps=1)  # as 04, 05, 06
+    if nb == "05a_small_grpo": p.update(grpo_overrides=GRPO, max_steps=1)  # as 05
     return p
 
 
@@ -54,8 +56,9 @@ def tiny(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def gpu(tiny, tmp_path_factory):
-    "Every paper notebook that takes a profile, at gpu: cold start, SFT, GRPO, ablations, main results."
-    return run_chain("gpu", ["03_cold_start", "04_sft", "05_grpo", "06_ablations", "02_main_results"], tmp_path_factory.mktemp("gpu"), tiny)
+    "Every paper notebook that takes a profile, at gpu: cold start, SFT, the ablations' early runs, GRPO, ablations, main results."
+    return run_chain("gpu", ["03_cold_start", "04_sft", "04a_ablation_runs", "05_grpo", "05a_small_grpo", "06_ablations", "02_main_results"],
+                     tmp_path_factory.mktemp("gpu"), tiny)
 
 
 def test_gpu_profile_runs_every_paper_notebook(gpu, tiny):
@@ -64,6 +67,9 @@ def test_gpu_profile_runs_every_paper_notebook(gpu, tiny):
     assert sft["base_model"] == str(tiny) and sft["sft_profile"]["name"] == "gpu" and sft["sft_profile"]["gradient_accumulation_steps"] == "8"
     assert grpo["grpo_profile"]["name"] == "gpu" and grpo["training"]["global_step"] == 1
     assert (gpu / "results" / "ablations" / "run.json").exists() and (gpu / "results" / "main" / "main_table.csv").exists()
+    said = "".join("".join(o.get("text", "")) for c in json.loads((gpu / "nbs" / "06_ablations.ipynb").read_text())["cells"] for o in c.get("outputs", []))
+    for run in ("grpo-from-base", "sft-notool", "grpo-notool", "grpo-small"):  # 04a and 05a trained them as 06 would: read back
+        assert f"{run}: finished earlier" in said, run
 
 
 def test_paper_profile_trains_and_evaluates(gpu, tiny, tmp_path):
