@@ -160,7 +160,7 @@ def _policy_files(folder, name):
 def learned_stages(out_dir, # the paper notebooks' output folder (results/ and runs/ under it)
                    profile:str # the profile they ran at
                   ) -> tuple[list, list]:
-    "(stages, notes): each learned stage 02_main_results, 04_sft and 05_grpo left — name, model, style, max_new_tokens, saved, made_by — and a line for each record that is missing or unusable."
+    "(stages, notes): each learned stage 02_main_results, 04_sft and 05_grpo left — name, model, style, max_new_tokens, saved, made_by, trained (False for the base models) — and a line for each record that is missing or unusable."
     out = Path(out_dir); res = out / "results"
     stages, notes = [], []
     def record(path, nb, what):
@@ -171,7 +171,7 @@ def learned_stages(out_dir, # the paper notebooks' output folder (results/ and r
         if s.get("profile") != profile:
             notes.append(f"{path.relative_to(out).as_posix()} is from profile {s.get('profile')!r}, not {profile!r}: {what} left out"); return None
         return s
-    def add(name, model, style, tokens, made_by):
+    def add(name, model, style, tokens, made_by, trained=True):
         if any(s["name"] == name for s in stages): return
         if isinstance(model, str):
             if (out / model).exists(): model = out / model                         # recorded relative to out_dir
@@ -181,17 +181,17 @@ def learned_stages(out_dir, # the paper notebooks' output folder (results/ and r
             notes.append(f"{name}: no model in {model.relative_to(out).as_posix() if model.is_relative_to(out) else model.name}, "
                          "so only its saved main-split answers enter"); model = None
         saved = [f for d in ("main", "sft", "grpo") for f in _policy_files(res / d, name)]
-        stages.append(dict(name=name, model=model, style=style, max_new_tokens=int(tokens), saved=saved, made_by=made_by))
+        stages.append(dict(name=name, model=model, style=style, max_new_tokens=int(tokens), saved=saved, made_by=made_by, trained=trained))
     tiny = out / "runs" / f"main-{profile}" / "tiny-base"
     if main := record(res / "main" / "run.json", "02_main_results.ipynb", "the untrained tiny model"):
-        add(UNTRAINED_TINY, tiny, main["params"]["style"], 64, "02_main_results")
+        add(UNTRAINED_TINY, tiny, main["params"]["style"], 64, "02_main_results", trained=False)
     sft = record(res / "sft" / "summary.json", "04_sft.ipynb", "the base and SFT models")
     grpo = record(res / "grpo" / "summary.json", "05_grpo.ipynb", "the SFT+GRPO model")
     if sft:
         ev, trained = sft["evaluation"], sft["training"]
         base = sft.get("base_model")
         add(next(k for k in ev["comparison"] if k not in trained), tiny if base is None else base, sft["style"],
-            64 if base is None else ev["max_new_tokens"], "04_sft")   # 04_sft vets the random tiny model as 02 does
+            64 if base is None else ev["max_new_tokens"], "04_sft", trained=False)   # 04_sft vets the random tiny model as 02 does
         name = grpo["init_row"] if grpo and grpo.get("init_row") in trained else max(trained, key=lambda k: trained[k]["n_examples"])
         add(name, trained[name]["model_dir"], sft["style"], ev["max_new_tokens"], "04_sft")
     if grpo: add(f"{grpo['init_row']} + GRPO", grpo["training"]["model_dir"], grpo["style"], grpo["evaluation"]["max_new_tokens"], "05_grpo")

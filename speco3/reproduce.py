@@ -374,11 +374,12 @@ def scrub_paths(text:str, # e.g. a notebook's JSON with its outputs
 # %% ../nbs/90_reproduce.ipynb #6eeee32a
 PAPER_DEPS = {  # paper notebook -> the notebooks it waits for (it reads their outputs, or must not overlap their runs)
     "00_tool_gallery": (), "01_data": (), "01b_realism": (), "03b_perception": (),
-    "02_main_results": ("01_data",), "03_cold_start": ("01_data",), "07_real_mix": ("01_data",),  # the benchmark build
+    "02_main_results": ("01_data",), "03_cold_start": ("01_data",),  # the benchmark build
     "04_sft": ("02_main_results", "03_cold_start", "03b_perception"),  # the untrained model's answers, drafts, perception model
     "04a_ablation_runs": ("01_data", "03_cold_start", "03b_perception"),  # RL only and the no-tool variant: base model, no-tool drafts
     "05_grpo": ("04_sft",), "05a_small_grpo": ("04_sft",),   # the small-set SFT model gets GRPO beside the large one
     "06_ablations": ("04a_ablation_runs", "05_grpo", "05a_small_grpo"),
+    "07_real_mix": ("01_data", "05_grpo"),                   # the benchmark build; the SFT and SFT+GRPO models vet the real spectra
     "08_baselines": ("05_grpo", "07_real_mix"),              # the learned models' throughput; the specialists 07 trained
     "09_reasoning_audit": ("06_ablations", "08_baselines"),  # audits every trajectory under runs/ ...
     "10_general_vlms": ("09_reasoning_audit",), "10b_qso_incremental": ("09_reasoning_audit",),  # ... which later runs

@@ -51,3 +51,30 @@ def test_read_answers_errors(real, tmp_path):
     pd.DataFrame(dict(sample_id=[real[0].meta["id"]] * 2, task=["wd", "cv"], prediction=["YES", ""], policy="m")).to_csv(p, index=False)
     a = read_answers(p, real)
     assert list(a.prediction) == ["YES", "invalid"] and set(a.policy) == {"m"}
+
+
+def test_learned_records_vet_real_spectra_and_restart_for_a_new_model(real, tmp_path):
+    "A learned stage vets real spectra with the agent (resumable); new weights in the same folder start its runs over."
+    import json, torch
+    from speco3.tiny import build_tiny
+    from speco3.realmix import learned_records
+    torch.set_num_threads(1)
+    model = tmp_path / "model"
+    build_tiny(model, init_std=0.2)
+    stage = dict(name="Tiny + SFT", model=model, style="fast", max_new_tokens=16)
+    few = [s for s in real if s.meta["label"] in ("WD", "FGK")][::50][:2]
+    recs = learned_records(stage, few, tmp_path / "runs", tasks=("wd",))
+    assert [(r["sample_id"], r["task"]) for r in recs] == [(s.meta["id"], "wd") for s in few]
+    folder = tmp_path / "runs" / "tiny-sft"
+    stamp = json.loads((folder / "model.json").read_text())
+    assert stamp["name"] == "Tiny + SFT" and len(stamp["fingerprint"]) == 64
+    lines = lambda: (folder / "wd" / "trajectories.jsonl").read_text().splitlines()
+    first = lines()
+    assert len(first) == 2
+    learned_records(stage, few, tmp_path / "runs", tasks=("wd",))          # resumed: nothing vetted again
+    assert lines() == first
+    build_tiny(model, init_std=0.2, seed=1)                               # other weights: the runs start over
+    learned_records(stage, few, tmp_path / "runs", tasks=("wd",))
+    assert len(lines()) == 2 and lines() != first and json.loads((folder / "model.json").read_text())["fingerprint"] != stamp["fingerprint"]
+    with pytest.raises(ValueError, match="no model folder"):
+        learned_records(dict(stage, model=None), few, tmp_path / "runs", tasks=("wd",))
