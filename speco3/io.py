@@ -720,22 +720,26 @@ def _stale(path: Path) -> bool:
 
 @contextmanager
 def run_lock(folder, # the folder to hold (created when missing)
-             name:str=".lock" # the lock file in it
+             name:str=".lock", # the lock file in it
+             wait:bool=False, # wait while a live process holds it (e.g. another notebook making the same files) instead of refusing
+             poll:float=2.0 # seconds between looks while waiting
             ):
-    "Hold `folder` for one writer: a second is refused with `RunLocked` naming the holder; a lock of a dead process is taken over."
+    "Hold `folder` for one writer: a second is refused with `RunLocked` naming the holder (with `wait`, it waits its turn); a lock of a dead process is taken over."
     folder = Path(folder); folder.mkdir(parents=True, exist_ok=True)
-    path = folder / name
-    for _ in range(3):
+    path, taken_over = folder / name, 0
+    while True:
         try: fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         except FileExistsError:
-            if not _stale(path):
-                pid, host = _lock_owner(path)
-                raise RunLocked(f"{folder}: in use by another process (pid {pid} on {host}, lock {path.name}); "
-                                "wait for it to finish, or use another folder") from None
-            path.unlink(missing_ok=True); continue
+            if _stale(path):
+                taken_over += 1
+                if taken_over > 3: raise RunLocked(f"{folder}: cannot take the lock {path.name}") from None
+                path.unlink(missing_ok=True); continue
+            if wait: time.sleep(poll); continue
+            pid, host = _lock_owner(path)
+            raise RunLocked(f"{folder}: in use by another process (pid {pid} on {host}, lock {path.name}); "
+                            "wait for it to finish, or use another folder") from None
         with os.fdopen(fd, "w") as f: f.write(f"{os.getpid()} {socket.gethostname()}\n")
         break
-    else: raise RunLocked(f"{folder}: cannot take the lock {path.name}")
     try: yield path
     finally: path.unlink(missing_ok=True)
 

@@ -374,6 +374,7 @@ def scrub_paths(text:str, # e.g. a notebook's JSON with its outputs
 # %% ../nbs/90_reproduce.ipynb #6eeee32a
 PAPER_DEPS = {  # paper notebook -> the notebooks it waits for (it reads their outputs, or must not overlap their runs)
     "00_tool_gallery": (), "01_data": (), "01b_realism": (), "03b_perception": (),
+    "03c_perception_control": (),   # the perception stage's plots and control, beside 03b (same folder, under locks; 03b reads the control back)
     "02_main_results": ("01_data",), "03_cold_start": ("01_data",),  # the benchmark build
     "04_sft": ("02_main_results", "03_cold_start", "03b_perception"),  # the untrained model's answers, drafts, perception model
     "04a_ablation_runs": ("01_data", "03_cold_start", "03b_perception"),  # RL only and the no-tool variant: base model, no-tool drafts

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
 from .profiles import check_profile
+from .io import run_lock
 from .expert import LIMITS, measurements, decide, covered_windows, ScriptedExpertPolicy
 from .prompts import TASKS, PAPER_TASKS
 from .tool import SpectralVisualizationTool, TOOL_NAME
@@ -21,8 +22,8 @@ __all__ = ['L', 'LINE_STATES', 'HEAD_STATES', 'C2_STATES', 'OVERVIEW', 'FEATURES
            'perception_examples', 'iter_perception_examples', 'plot_image', 'linear_patches', 'pooled_tokens',
            'train_eyes', 'heads_accuracy', 'perception_chats', 'balanced', 'train_words', 'rare_examples', 'train_rare',
            'survey_like_samples', 'train_decide', 'parse_caption', 'plot_chat', 'read_plots', 'caption_scores',
-           'layout_chat', 'layout_chats', 'train_layout', 'read_layout', 'said_in_trajectories', 'run_perception',
-           'perception_model', 'load_examples', 'replay_chats']
+           'layout_chat', 'layout_chats', 'train_layout', 'read_layout', 'said_in_trajectories', 'perception_plots',
+           'train_control', 'run_perception', 'perception_model', 'load_examples', 'replay_chats']
 
 # %% ../nbs/13a_seeing.ipynb #4d9ce770
 @dataclass(frozen=True)
@@ -725,15 +726,22 @@ PERCEPTION = {  # profile -> sizes of the perception stage (gpu and paper start 
 def _examples(folder, made_with, make):
     """Perception examples cached in `folder` (images as PNG, the rest as JSON), made by `make()` (a list or an iterator)
     when absent; `made_with` must match. Each example's `image` is its PNG's path (`plot_image` decodes it): thousands of
-    decoded plots would hold gigabytes (the cpu run's 21 000 plots: about 13 GB) while a step trains."""
+    decoded plots would hold gigabytes (the cpu run's 21 000 plots: about 13 GB) while a step trains. The making holds
+    the folder's lock: a second process asking for the same folder meanwhile waits, then reads what the first made."""
     folder = Path(folder)
+    if (folder / "examples.json").exists(): return _read_examples(folder, made_with)
+    with run_lock(folder, ".make.lock", wait=True):
+        if (folder / "examples.json").exists(): return _read_examples(folder, made_with)   # made while this one waited
+        return _make_examples(folder, made_with, make)
+
+def _read_examples(folder, made_with):
+    old = json.loads((folder / "made_with.json").read_text()) if (folder / "made_with.json").exists() else None
+    if old != made_with: raise ValueError(f"{folder}: holds perception examples made with {old}, not {made_with}; use another run folder")
+    return [dict(r, image=str((folder / r["image"]).resolve())) for r in json.loads((folder / "examples.json").read_text())]
+
+def _make_examples(folder, made_with, make):
     index, stamp = folder / "examples.json", folder / "made_with.json"
     where = lambda name: str((folder / name).resolve())  # absolute: the examples are read wherever the caller's cwd is
-    if index.exists():
-        old = json.loads(stamp.read_text()) if stamp.exists() else None
-        if old != made_with: raise ValueError(f"{folder}: holds perception examples made with {old}, not {made_with}; use another run folder")
-        return [dict(r, image=where(r["image"])) for r in json.loads(index.read_text())]
-    folder.mkdir(parents=True, exist_ok=True)
     rows = []
     for i, r in enumerate(make()):  # each plot saved as it comes; the index, written last, marks the folder complete
         name = f"{i:05d}.png"
@@ -745,39 +753,80 @@ def _examples(folder, made_with, make):
 
 
 # %% ../nbs/13a_seeing.ipynb #7506893b
+def perception_plots(run_dir, # folder of the stage (`run_perception`'s)
+                     profile:str="cpu", # a key of PERCEPTION
+                     seed:int=0, # simulation and plot seeds
+                     style:str="fast", # renderer style of the plots (the agent's)
+                     which=("train", "test", "rare", "decide"), # the example folders wanted (rare, decide: when the profile has the step)
+                     **sizes) -> dict: # overrides of PERCEPTION[profile]
+    """The stage's perception examples by folder, each made when absent (`_examples`: under a lock, so a second process
+    making the same plots, e.g. `03c_perception_control` beside `03b_perception`, waits for them and reads them)."""
+    from speco3.coldstart import simulate_samples
+    check_profile(profile, PERCEPTION, "perception", "gpu and paper start from a real VLM")
+    p, run, out = {**PERCEPTION[profile], **sizes}, Path(run_dir), {}
+    made = lambda n: dict(n_per_task=n, zooms=p["zooms"], style=style, seed=seed)
+    if "train" in which:
+        out["train"] = _examples(run / "train", made(p["n_per_task"]), lambda: iter_perception_examples(simulate_samples(p["n_per_task"], seed=seed + 101), p["zooms"], style, seed))
+    if "test" in which:
+        out["test"] = _examples(run / "test", made(p["n_test_per_task"]), lambda: iter_perception_examples(simulate_samples(p["n_test_per_task"], seed=seed + 202), p["zooms"], style, seed + 1))
+    if "rare" in which and (n := (p.get("rare") or {}).get("n_per_task")):
+        out["rare"] = _examples(run / "rare", dict(n_per_task=n, windows={k: list(v) for k, v in RARE.items()}, style=style, seed=seed),
+                                lambda: _iter_rare(simulate_samples(n, tasks=tuple(RARE), seed=seed + 303), style, RARE))
+    if "decide" in which and (d := p.get("decide")):
+        out["decide"] = _examples(run / "decide", dict(n_pos=d["n_pos"], n_neg=d["n_neg"], zooms=d["zooms"], style=style, seed=seed),
+                                  lambda: iter_perception_examples(survey_like_samples(d["n_pos"], d["n_neg"], seed=seed + 404), d["zooms"], style, seed + 2))
+    return out
+
+def _base(run, size, seed):
+    "The stage's random base model (built once, under a lock: two notebooks may ask at once)."
+    from speco3.tiny import build_tiny
+    base = Path(run) / "base"
+    with run_lock(run, ".base.lock", wait=True):
+        if not (base / "config.json").exists(): build_tiny(base, size=size, seed=seed)
+    return base
+
+def train_control(run_dir, # folder of the stage (`run_perception`'s)
+                  profile:str="cpu", # a key of PERCEPTION
+                  seed:int=0, # base model, simulation and data order
+                  size:str="tiny", # speco3.tiny size
+                  style:str="fast", # renderer style of the plots
+                  progress:bool=False, # a progress bar
+                  **sizes) -> dict: # overrides of PERCEPTION[profile]
+    """The stage's control: the words step on the blind base model (its random tower frozen), perception learned
+    through the language model alone. A finished run is read back; one another process is training is waited for."""
+    p = {**PERCEPTION[profile], **sizes}
+    train = perception_plots(run_dir, profile, seed, style, which=("train",), **sizes)["train"]
+    base = _base(Path(run_dir), size, seed)
+    with run_lock(Path(run_dir) / "words-blind", ".train.lock", wait=True):
+        return train_words(base, train, Path(run_dir) / "words-blind", profile=profile, seed=seed,  # the random tower stays as it is: blind
+                           progress=progress, **{**p["words"], "freeze_vision": True})
+
 def run_perception(run_dir, # folder of the stage: examples, base model, eyes, words, control
                    profile:str="cpu", # a key of PERCEPTION
                    seed:int=0, # base model, simulation and data order
                    size:str="tiny", # speco3.tiny size
                    style:str="fast", # renderer style of the plots (the agent's)
-                   control:bool=True, # also run the words step on the blind base model
+                   control:bool=True, # also run the words step on the blind base model (`train_control`)
                    progress:bool=False, # a line per epoch / a progress bar
                    **sizes) -> dict: # overrides of PERCEPTION[profile]
     "Eyes, words, rare states, deciding states (and layout) on simulated plots; returns the model folder, curves and caption scores on held-out plots."
-    from speco3.coldstart import simulate_samples
-    from speco3.tiny import build_tiny
     check_profile(profile, PERCEPTION, "perception", "gpu and paper start from a real VLM")
     p, run = {**PERCEPTION[profile], **sizes}, Path(run_dir)
-    made = lambda n: dict(n_per_task=n, zooms=p["zooms"], style=style, seed=seed)
-    train = _examples(run / "train", made(p["n_per_task"]), lambda: iter_perception_examples(simulate_samples(p["n_per_task"], seed=seed + 101), p["zooms"], style, seed))
-    test = _examples(run / "test", made(p["n_test_per_task"]), lambda: iter_perception_examples(simulate_samples(p["n_test_per_task"], seed=seed + 202), p["zooms"], style, seed + 1))
-    base = run / "base"
-    if not (base / "config.json").exists(): build_tiny(base, size=size, seed=seed)
+    plots = lambda *which: perception_plots(run, profile, seed, style, which=which, **sizes)
+    train, test = plots("train", "test").values()
+    base = _base(run, size, seed)
     eyes = train_eyes(base, train, run / "eyes", valid=test, epochs=p["eyes_epochs"], seed=seed, progress=progress, **p.get("eyes", {}))
     words = train_words(eyes["model_dir"], train, run / "words", profile=profile, seed=seed,
                         progress=progress, **p["words"])
     out = dict(profile=profile, seed=seed, size=size, style=style, sizes=p, n_train=len(train), n_test=len(test),
                model_dir=words["model_dir"], eyes=eyes, words=words)
     if r := dict(p.get("rare") or {}):
-        n = r.pop("n_per_task")
-        rare = _examples(run / "rare", dict(n_per_task=n, windows={k: list(v) for k, v in RARE.items()}, style=style, seed=seed),
-                         lambda: _iter_rare(simulate_samples(n, tasks=tuple(RARE), seed=seed + 303), style, RARE))
+        r.pop("n_per_task"); rare = plots("rare")["rare"]
         out["rare"] = train_rare(words["model_dir"], rare, train, run / "words-rare", profile=profile, seed=seed, progress=progress, **r)
         out["model_dir"], out["n_rare"] = out["rare"]["model_dir"], len(rare)
     if d := dict(p.get("decide") or {}):
-        n_pos, n_neg, zooms = d.pop("n_pos"), d.pop("n_neg"), d.pop("zooms")
-        like = _examples(run / "decide", dict(n_pos=n_pos, n_neg=n_neg, zooms=zooms, style=style, seed=seed),
-                         lambda: iter_perception_examples(survey_like_samples(n_pos, n_neg, seed=seed + 404), zooms, style, seed + 2))
+        for k in ("n_pos", "n_neg", "zooms"): d.pop(k)
+        like = plots("decide")["decide"]
         out["decide"] = train_decide(out["model_dir"], like, run / "words-decide", profile=profile, seed=seed, progress=progress, **d)
         out["model_dir"], out["n_decide"] = out["decide"]["model_dir"], len(like)
     if p.get("layout"):
@@ -786,9 +835,7 @@ def run_perception(run_dir, # folder of the stage: examples, base model, eyes, w
     (run / "model.json").write_text(json.dumps({"model_dir": Path(out["model_dir"]).relative_to(run).as_posix()}))
     said = {"eyes + words": read_plots(out["model_dir"], test)}
     if control:
-        blind = train_words(base, train, run / "words-blind", profile=profile, seed=seed,  # the random tower stays as it is: blind
-                            progress=progress, **{**p["words"], "freeze_vision": True})
-        out["control"] = blind
+        out["control"] = blind = train_control(run, profile, seed, size, style, progress, **sizes)
         said["words only (blind eyes)"] = read_plots(blind["model_dir"], test)
     out["scores"] = {k: caption_scores(test, v, train) for k, v in said.items()}
     out["said"], out["test"], out["train"] = said, test, train
