@@ -12,7 +12,7 @@ from .metrics import predictions_frame, evaluate, read_predictions, slug, markdo
 
 # %% auto #0
 __all__ = ['SETS', 'TABLES', 'UNTRAINED_TINY', 'set_dir', 'score_sets', 'tables', 'missing', 'markdown', 'pair_name', 'vet_sets',
-           'learned_stages', 'fingerprint', 'vet_learned']
+           'learned_stages', 'fingerprint', 'vet_learned', 'policy_records', 'learned_records']
 
 # %% ../nbs/11d_generalisation.ipynb #fe62abd9
 SETS = {  # set key -> (table, label, [(task, variant), ...])
@@ -106,6 +106,7 @@ def markdown(df:pd.DataFrame, # a table of `tables`
 # %% ../nbs/11d_generalisation.ipynb #89fec41e
 import json, hashlib, re
 from .agent import run, read_trajectories, sample_id
+from .realmix import TARGETS
 from .policy import Policy
 
 def pair_name(task:str, # a task key
@@ -228,3 +229,38 @@ def vet_learned(stage:dict, # one of `learned_stages`
     root.mkdir(parents=True, exist_ok=True)
     stamp.write_text(json.dumps(dict(name=stage["name"], fingerprint=fp)))   # after the runs: a killed run restarts again
     return got
+
+# %% ../nbs/11d_generalisation.ipynb #ce051018
+def policy_records(policy, # a speco3 Policy: the scripted expert, `HFPolicy`, an OpenAI-compatible policy, ...
+                   spectra, # spectra with meta id (see `load_real`)
+                   run_root, # one resumable run folder per question: run_root/<task>
+                   tasks=tuple(TARGETS), # the questions to ask (speco3.realmix.TARGETS)
+                   style:str="fast", # the plot style the policy sees
+                   restart:bool=False, # empty the run folders first (they hold another model's answers)
+                   progress:bool=False): # a progress bar per question
+    "The agent's trajectory records of `policy` on every (spectrum, question): each spectrum's last record per question, in `spectra` order."
+    out = []
+    for t in tasks:
+        folder = Path(run_root) / t
+        run(spectra, policy, folder, task=t, style=style, restart=restart, progress=progress)
+        last = {r["sample_id"]: r for r in read_trajectories(folder)}   # a retried spectrum's last record
+        out += [last[s.meta["id"]] for s in spectra]
+    return out
+
+def learned_records(stage:dict, # one of `speco3.generalisation.learned_stages`: name, model, style, max_new_tokens
+                    spectra, # spectra with meta id (see `load_real`)
+                    run_root, # the stage vets into run_root/<slug of its name>/<task>
+                    tasks=tuple(TARGETS), # the questions to ask
+                    seed:int=0, # sampling seed (greedy decoding does not use it)
+                    device=None, # torch device; None: cuda when there, else cpu
+                    progress:bool=False):
+    "`policy_records` for a learned stage with its recorded style and tokens per turn; a changed model starts its folders over."
+    if stage.get("model") is None: raise ValueError(f"{stage['name']}: no model folder to vet the real spectra with (its notebook's model is gone)")
+    from speco3.hf import HFPolicy
+    root, fp = Path(run_root) / slug(stage["name"]), fingerprint(stage["model"])
+    stamp = root / "model.json"
+    restart = stamp.exists() and json.loads(stamp.read_text())["fingerprint"] != fp
+    pol = HFPolicy(str(stage["model"]), max_new_tokens=stage["max_new_tokens"], seed=seed, device=device)
+    recs = policy_records(pol, spectra, root, tasks, style=stage["style"], restart=restart, progress=progress)
+    stamp.write_text(json.dumps(dict(name=stage["name"], fingerprint=fp)))   # after the runs: a killed run restarts again
+    return recs

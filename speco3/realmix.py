@@ -11,8 +11,7 @@ from .io import real_spectra_dir, read_spectra
 from .expert import measurements, decide, covered_windows, VERSION
 
 # %% auto #0
-__all__ = ['TARGETS', 'wilson', 'real_split', 'load_real', 'expert_answers', 'read_answers', 'policy_records', 'learned_records',
-           'mix_table', 'summary']
+__all__ = ['TARGETS', 'wilson', 'real_split', 'load_real', 'expert_answers', 'read_answers', 'mix_table', 'summary']
 
 # %% ../nbs/08d_realmix.ipynb #e6d657ff
 TARGETS = dict(cv=("CV",), carbon=("CARBON",), gm=("M_GIANT",), ss=(), wd=("WD",),
@@ -80,47 +79,6 @@ def read_answers(path, # a CSV with sample_id (or id), task, prediction and opti
     name = policy or (df["policy"].iloc[0] if "policy" in df.columns and len(df) else str(path))
     pred = df[col].where(df[col].isin(["YES", "NO"]), "invalid")   # no valid answer counts as not YES
     return pd.DataFrame([_row(by[i], policy=name, task=t, prediction=p, rule="") for i, t, p in zip(df[key], df["task"], pred)], columns=_COLS)
-
-# %% ../nbs/08d_realmix.ipynb #112f9e84
-def policy_records(policy, # a speco3 Policy: the scripted expert, `HFPolicy`, an OpenAI-compatible policy, ...
-                   spectra, # spectra with meta id (see `load_real`)
-                   run_root, # one resumable run folder per question: run_root/<task>
-                   tasks=tuple(TARGETS), # the questions to ask
-                   style:str="fast", # the plot style the policy sees
-                   restart:bool=False, # empty the run folders first (they hold another model's answers)
-                   progress:bool=False): # a progress bar per question
-    "The agent's trajectory records of `policy` on every (spectrum, question): each spectrum's last record per question, in `spectra` order."
-    from pathlib import Path
-    from speco3.agent import run, read_trajectories
-    out = []
-    for t in tasks:
-        folder = Path(run_root) / t
-        run(spectra, policy, folder, task=t, style=style, restart=restart, progress=progress)
-        last = {r["sample_id"]: r for r in read_trajectories(folder)}   # a retried spectrum's last record
-        out += [last[s.meta["id"]] for s in spectra]
-    return out
-
-def learned_records(stage:dict, # one of `speco3.generalisation.learned_stages`: name, model, style, max_new_tokens
-                    spectra, # spectra with meta id (see `load_real`)
-                    run_root, # the stage vets into run_root/<slug of its name>/<task>
-                    tasks=tuple(TARGETS), # the questions to ask
-                    seed:int=0, # sampling seed (greedy decoding does not use it)
-                    device=None, # torch device; None: cuda when there, else cpu
-                    progress:bool=False):
-    "`policy_records` for a learned stage with its recorded style and tokens per turn; a changed model starts its folders over."
-    import json
-    from pathlib import Path
-    from speco3.metrics import slug
-    from speco3.generalisation import fingerprint
-    if stage.get("model") is None: raise ValueError(f"{stage['name']}: no model folder to vet the real spectra with (its notebook's model is gone)")
-    from speco3.hf import HFPolicy
-    root, fp = Path(run_root) / slug(stage["name"]), fingerprint(stage["model"])
-    stamp = root / "model.json"
-    restart = stamp.exists() and json.loads(stamp.read_text())["fingerprint"] != fp
-    pol = HFPolicy(str(stage["model"]), max_new_tokens=stage["max_new_tokens"], seed=seed, device=device)
-    recs = policy_records(pol, spectra, root, tasks, style=stage["style"], restart=restart, progress=progress)
-    stamp.write_text(json.dumps(dict(name=stage["name"], fingerprint=fp)))   # after the runs: a killed run restarts again
-    return recs
 
 # %% ../nbs/08d_realmix.ipynb #2a9560cb
 def mix_table(answers, # rows from `expert_answers` / `read_answers`

@@ -57,7 +57,7 @@ def test_learned_records_vet_real_spectra_and_restart_for_a_new_model(real, tmp_
     "A learned stage vets real spectra with the agent (resumable); new weights in the same folder start its runs over."
     import json, torch
     from speco3.tiny import build_tiny
-    from speco3.realmix import learned_records
+    from speco3.generalisation import learned_records
     torch.set_num_threads(1)
     model = tmp_path / "model"
     build_tiny(model, init_std=0.2)
