@@ -220,15 +220,25 @@ def vet_learned(stage:dict, # one of `learned_stages`
     "`vet_sets` for a learned stage: its model with its recorded style and tokens per turn, its saved answers reused; a new model empties its folders."
     root = Path(run_root) / slug(stage["name"])
     if stage["model"] is None: return vet_sets(None, rows, root, stage["style"], max_eval, stage["saved"])
-    stamp, fp = root / "model.json", fingerprint(stage["model"])
-    restart = stamp.exists() and json.loads(stamp.read_text())["fingerprint"] != fp
-    def policy():
-        from speco3.hf import HFPolicy
-        return HFPolicy(str(stage["model"]), max_new_tokens=stage["max_new_tokens"], seed=seed, device=device)
-    got = vet_sets(policy, rows, root, stage["style"], max_eval, stage["saved"], restart=restart)
-    root.mkdir(parents=True, exist_ok=True)
-    stamp.write_text(json.dumps(dict(name=stage["name"], fingerprint=fp)))   # after the runs: a killed run restarts again
+    fp, restart = _stage_weights(stage, root)
+    got = vet_sets(lambda: _stage_policy(stage, seed, device), rows, root, stage["style"], max_eval, stage["saved"], restart=restart)
+    _mark_stage(root, stage, fp)
     return got
+
+def _stage_weights(stage, root):
+    "(the sha256 of a stage's model, whether the runs in `root` came from other weights)."
+    fp, stamp = fingerprint(stage["model"]), Path(root) / "model.json"
+    return fp, stamp.exists() and json.loads(stamp.read_text())["fingerprint"] != fp
+
+def _stage_policy(stage, seed, device):
+    "The stage's model as an `HFPolicy`, with the tokens per turn its notebook used."
+    from speco3.hf import HFPolicy
+    return HFPolicy(str(stage["model"]), max_new_tokens=stage["max_new_tokens"], seed=seed, device=device)
+
+def _mark_stage(root, stage, fp):
+    "Stamp `root` with the weights its runs came from: after the runs, so a killed run restarts again."
+    Path(root).mkdir(parents=True, exist_ok=True)
+    (Path(root) / "model.json").write_text(json.dumps(dict(name=stage["name"], fingerprint=fp)))
 
 # %% ../nbs/11d_generalisation.ipynb #ce051018
 def policy_records(policy, # a speco3 Policy: the scripted expert, `HFPolicy`, an OpenAI-compatible policy, ...
@@ -256,11 +266,8 @@ def learned_records(stage:dict, # one of `speco3.generalisation.learned_stages`:
                     progress:bool=False):
     "`policy_records` for a learned stage with its recorded style and tokens per turn; a changed model starts its folders over."
     if stage.get("model") is None: raise ValueError(f"{stage['name']}: no model folder to vet the real spectra with (its notebook's model is gone)")
-    from speco3.hf import HFPolicy
-    root, fp = Path(run_root) / slug(stage["name"]), fingerprint(stage["model"])
-    stamp = root / "model.json"
-    restart = stamp.exists() and json.loads(stamp.read_text())["fingerprint"] != fp
-    pol = HFPolicy(str(stage["model"]), max_new_tokens=stage["max_new_tokens"], seed=seed, device=device)
-    recs = policy_records(pol, spectra, root, tasks, style=stage["style"], restart=restart, progress=progress)
-    stamp.write_text(json.dumps(dict(name=stage["name"], fingerprint=fp)))   # after the runs: a killed run restarts again
+    root = Path(run_root) / slug(stage["name"])
+    fp, restart = _stage_weights(stage, root)
+    recs = policy_records(_stage_policy(stage, seed, device), spectra, root, tasks, style=stage["style"], restart=restart, progress=progress)
+    _mark_stage(root, stage, fp)
     return recs

@@ -737,11 +737,13 @@ def _examples(folder, made_with, make):
 def _read_examples(folder, made_with):
     old = json.loads((folder / "made_with.json").read_text()) if (folder / "made_with.json").exists() else None
     if old != made_with: raise ValueError(f"{folder}: holds perception examples made with {old}, not {made_with}; use another run folder")
-    return [dict(r, image=str((folder / r["image"]).resolve())) for r in json.loads((folder / "examples.json").read_text())]
+    return _absolute(folder, json.loads((folder / "examples.json").read_text()))
+
+def _absolute(folder, rows): # absolute paths: the examples are read wherever the caller's cwd is
+    return [dict(r, image=str((folder / r["image"]).resolve())) for r in rows]
 
 def _make_examples(folder, made_with, make):
     index, stamp = folder / "examples.json", folder / "made_with.json"
-    where = lambda name: str((folder / name).resolve())  # absolute: the examples are read wherever the caller's cwd is
     rows = []
     for i, r in enumerate(make()):  # each plot saved as it comes; the index, written last, marks the folder complete
         name = f"{i:05d}.png"
@@ -749,7 +751,7 @@ def _make_examples(folder, made_with, make):
         rows.append(dict(r, image=name))
     index.write_text(json.dumps(rows, ensure_ascii=False))
     stamp.write_text(json.dumps(made_with))
-    return [dict(r, image=where(r["image"])) for r in rows]
+    return _absolute(folder, rows)
 
 
 # %% ../nbs/13a_seeing.ipynb #7506893b
