@@ -14,8 +14,8 @@ from . import profiles
 # %% auto #0
 __all__ = ['PROFILES', 'VERDICT_MARKERS', 'PAPER_DEPS', 'PAPER_ALONE', 'check_profile', 'output_dirs', 'git_commit',
            'environment', 'machine', 'write_run_record', 'save_figure', 'work_parts', 'predictions_path',
-           'save_predictions', 'main_table_from', 'benchmark_dir', 'relative', 'vet_model', 'load_predictions',
-           'behaviour_table', 'reading_table', 'verdict_prompt', 'verdict_states', 'folder_bytes',
+           'save_predictions', 'main_table_from', 'run_name', 'benchmark_dir', 'relative', 'vet_model',
+           'load_predictions', 'behaviour_table', 'reading_table', 'verdict_prompt', 'verdict_states', 'folder_bytes',
            'write_reproduce_summary', 'keep_notebook', 'scrub_paths', 'paper_plan', 'run_plan']
 
 # %% ../nbs/90_reproduce.ipynb #2e82fe7d
@@ -194,6 +194,27 @@ def main_table_from(results_dir, # folder holding predictions_*.csv
     atomic_write(Path(results_dir) / "main_table.md", md + "\n\n" + note + "\n")
     atomic_write(Path(results_dir) / "main_metrics.json", json.dumps({k: v.to_dict() for k, v in evals.items()}, indent=1))
     return table
+
+# %% ../nbs/90_reproduce.ipynb #18e0db9e
+_KEY = ("task", "prediction", "strict_prediction", "status", "n_tool_calls", "windows")
+
+def _answers(rows): return {r["sample_id"]: tuple(str(r.get(k)) for k in _KEY) for r in rows}
+
+def run_name(records, # trajectory records of one run folder (`speco3.agent.read_trajectories`)
+             results_root # the results/ folder: its */predictions_*.csv are searched
+            ) -> str | None:
+    "The row name of the predictions files holding exactly these records' answers; None when none, or several names, do."
+    import tempfile
+    from speco3.metrics import write_predictions, read_predictions
+    if not records: return None
+    with tempfile.TemporaryDirectory() as d:   # the records as a predictions file would hold them (the same cells)
+        want = _answers(read_predictions(write_predictions(Path(d) / "p.csv", records)))
+    names = set()
+    for f in sorted(Path(results_root).glob("*/predictions_*.csv")):
+        rows = read_predictions(f)
+        got = {k: v for k, v in _answers(rows).items() if k in want}
+        if got == want and rows[0].get("policy"): names.add(rows[0]["policy"])
+    return names.pop() if len(names) == 1 else None
 
 # %% ../nbs/90_reproduce.ipynb #5b04ad39
 def benchmark_dir(out_dir, # the run's output folder (data/ lives under it)
