@@ -1,18 +1,24 @@
 """Write README.md from nbs/index.ipynb (markdown cells as they are, code cells as fenced Python with their
 text output). A markdown line `<!-- include: PATH -->` is replaced by the file at PATH (relative to the repository
-root), so tables generated into results/ appear in the README without being typed.
+root; a .csv file becomes a Markdown table), so tables generated into results/ appear in the README without being typed.
 nbdev's own nbdev_readme needs Quarto, which these machines do not have.
 Usage: python tools/make_readme.py [--check]   (--check exits 1 if README.md is out of date)"""
-import json, re, sys
+import csv, json, re, sys
 from pathlib import Path
 
 root = Path(__file__).resolve().parents[1]
+
+def csv_table(path):
+    "A CSV file as a Markdown table, its cells as written."
+    rows = list(csv.reader(path.read_text().splitlines()))
+    return "\n".join("| " + " | ".join(r) + " |" for r in [rows[0], ["---"] * len(rows[0])] + rows[1:])
 
 def include(text):
     "Replace `<!-- include: PATH -->` lines by the file's content (or a note that it has not been generated)."
     def sub(m):
         p = root / m.group(1)
-        return p.read_text().rstrip() if p.exists() else f"_({m.group(1)} has not been generated yet: run bin/reproduce)_"
+        if p.exists(): return csv_table(p) if p.suffix == ".csv" else p.read_text().rstrip()
+        return f"_({m.group(1)} has not been generated yet: run bin/reproduce)_"
     return re.sub(r"^<!-- include: (\S+) -->$", sub, text, flags=re.M)
 
 def render(nb):
