@@ -15,8 +15,9 @@ from . import profiles
 __all__ = ['PROFILES', 'VERDICT_MARKERS', 'PAPER_DEPS', 'PAPER_ALONE', 'check_profile', 'output_dirs', 'git_commit',
            'environment', 'machine', 'write_run_record', 'save_figure', 'work_parts', 'predictions_path',
            'save_predictions', 'main_table_from', 'run_name', 'benchmark_dir', 'relative', 'vet_model',
-           'load_predictions', 'behaviour_table', 'reading_table', 'verdict_prompt', 'verdict_states', 'folder_bytes',
-           'write_reproduce_summary', 'keep_notebook', 'scrub_paths', 'paper_plan', 'run_plan']
+           'load_predictions', 'behaviour_table', 'small_set', 'small_sft', 'reading_table', 'verdict_prompt',
+           'verdict_states', 'folder_bytes', 'write_reproduce_summary', 'keep_notebook', 'scrub_paths', 'paper_plan',
+           'run_plan']
 
 # %% ../nbs/90_reproduce.ipynb #2e82fe7d
 PROFILES = profiles.PROFILES  # the names live in speco3.profiles, with every stage's settings (`profiles.table()`)
@@ -288,6 +289,39 @@ def behaviour_table(records:dict, # row name -> trajectory records (or saved pre
                          lenient_macro_acc=100 * s["lenient_macro_acc"], lenient_macro_f1=100 * s["lenient_macro_f1"]))
     return pd.DataFrame(rows).set_index("policy").round(1), evals
 
+# %% ../nbs/90_reproduce.ipynb #4b2a05ea
+def small_set(full, # the cold start's Dataset (04_sft's full set)
+              n_small:int, # conversations wanted
+              seed:int=0): # which ones
+    "The small training set: `n_small` conversations of `full` drawn with `seed`, at most half of them."
+    return full.shuffle(seed=seed).select(range(min(int(n_small), len(full) // 2)))
+
+def small_sft(full, # the cold start's Dataset (04_sft's full set)
+              n_small:int, # conversations wanted (`small_set`)
+              runs_dir, # out_dir/runs: the run goes to runs_dir/sft-<profile>-<n>
+              samples, # the test rows it is vetted on
+              style:str, # renderer style of the vetting (the drafts')
+              max_new_tokens:int, # per assistant turn
+              profile:str, # SFT profile
+              model=None, # base model folder or id (as 04_sft passes it)
+              seed:int=0, # subset, data order, vetting seed
+              replay:float=0.0, # perception chats per trajectory (`speco3.sft.mix_in`), from runs_dir/perception-<profile>
+              replay_layout:bool=False, # each replayed plot where the agent sees it
+              **sft_overrides) -> dict: # train_sft overrides
+    "04_sft's small-set SFT, trained and vetted once: dict(n, metrics, records, throughput). Two notebooks asking at once get one run."
+    from speco3.sft import train_sft, mix_in
+    from speco3.io import run_lock
+    ds = small_set(full, n_small, seed)
+    out = Path(runs_dir) / f"sft-{profile}-{len(ds)}"
+    with run_lock(out, ".small.lock", wait=True):
+        train = ds
+        if replay > 0:
+            from speco3.seeing import replay_chats
+            train = mix_in(ds, replay_chats(Path(runs_dir) / f"perception-{profile}", round(replay * len(ds)), seed, layout=replay_layout), seed)
+        m = train_sft(train, out, profile=profile, model=model, seed=seed, name=out.name, progress=False, **sft_overrides)
+        recs, thr = vet_model(m["model_dir"], samples, out / "eval", style=style, max_new_tokens=max_new_tokens, seed=seed)
+    return dict(n=len(ds), metrics=m, records=recs, throughput=thr)
+
 # %% ../nbs/90_reproduce.ipynb #969082be
 def reading_table(records:dict, # row name -> trajectory records; rows without turns (saved predictions) give none
                   samples) -> "pd.DataFrame": # the benchmark rows that were vetted (their spectra)
@@ -402,8 +436,9 @@ PAPER_DEPS = {  # paper notebook -> the notebooks it waits for (it reads their o
     "05_grpo": ("04_sft",), "05a_small_grpo": ("04_sft",),   # the small-set SFT model gets GRPO beside the large one
     "06_ablations": ("04a_ablation_runs", "05_grpo", "05a_small_grpo"),
     "07_real_mix": ("01_data", "05_grpo"),                   # the benchmark build; the SFT and SFT+GRPO models vet the real spectra
-    "08_baselines": ("05_grpo", "07_real_mix"),              # the learned models' throughput; the specialists 07 trained
-    "09_reasoning_audit": ("06_ablations", "08_baselines"),  # audits every trajectory under runs/ ...
+    "08_baselines": ("05_grpo",),   # the learned models' throughput. It trains the specialists 07 asks (07 loads them): alone, it runs
+                                    # first when both are ready, so 07's learned vetting (the longest tail) runs beside 06 and 09-11
+    "09_reasoning_audit": ("06_ablations", "08_baselines"),  # audits every trajectory under runs/ (not 07's: real spectra) ...
     "10_general_vlms": ("09_reasoning_audit",), "10b_qso_incremental": ("09_reasoning_audit",),  # ... which later runs
     "11_generalisation": ("08_baselines", "09_reasoning_audit")}                                  # must not write meanwhile
 PAPER_ALONE = ("08_baselines",)  # notebooks that time things (the throughput table): nothing runs beside them

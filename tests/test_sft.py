@@ -228,3 +228,26 @@ def test_the_brief_style_is_learnt_and_recorded(unbroken, chats):
     brief = restyle(chats[0], "brief")
     assert brief[0]["content"] == BRIEF_PROMPT and "Conclusion: this is " in _text_of(brief[-1]["content"])
     assert saved_context(unbroken["model_dir"])["prompt"] == "brief"   # ...the model answers in the brief one
+
+
+def test_small_sft_two_askers_get_one_run(chats, tmp_path, capsys):
+    "04_sft and 04a_ablation_runs ask for the small-set SFT at once (`speco3.reproduce.small_sft`): trained and vetted once, both read it."
+    import threading
+    from speco3.reproduce import small_sft, small_set
+    full = as_sft_dataset(chats)
+    from speco3.coldstart import simulate_samples
+    test_rows = simulate_samples(1, tasks=("cv",), seed=5)  # one spectrum to vet
+    got, errors = [], []
+    def ask():
+        try: got.append(small_sft(full, 3, tmp_path, test_rows, "fast", 8, "smoke", seed=0, max_steps=1, save_steps=1))
+        except Exception as e: errors.append(e)
+    threads = [threading.Thread(target=ask) for _ in range(2)]
+    for t in threads: t.start()
+    for t in threads: t.join()
+    assert not errors, errors
+    a, b = got
+    assert a["n"] == b["n"] == 3 and len(small_set(full, 3)) == 3 and len(small_set(full, 100)) == len(full) // 2
+    assert a["metrics"]["out_dir"] == b["metrics"]["out_dir"] and Path(a["metrics"]["out_dir"]).name == "sft-smoke-3"
+    assert capsys.readouterr().out.count("finished earlier at step 1") == 1   # the second asker read the first one's run back
+    assert len(a["records"]) == len(b["records"]) == len(test_rows) and a["records"] == b["records"]
+    assert json.loads((tmp_path / "sft-smoke-3" / "eval" / "summary.json").read_text())["n_resumed"] == len(test_rows)  # vetted once
