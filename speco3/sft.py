@@ -223,8 +223,8 @@ class SFTProfile:
 PROFILES = {
     "paper": SFTProfile("paper", model="Qwen/Qwen2.5-VL-7B-Instruct"),
     "gpu": SFTProfile("gpu", model="Qwen/Qwen2.5-VL-3B-Instruct", gradient_accumulation_steps=8, save_steps=100),
-    "cpu": SFTProfile("cpu", learning_rate=1e-3, num_train_epochs=5, max_length=None, bf16=False,
-                      activation_checkpointing=False, save_steps=100, prompt="brief"),
+    "cpu": SFTProfile("cpu", learning_rate=1e-3, num_train_epochs=5, max_length=None, bf16=False, freeze_vision=False,
+                      activation_checkpointing=False, save_steps=100, prompt="brief"),  # the miniature's eyes learn along (see below)
     "smoke": SFTProfile("smoke", learning_rate=1e-3, num_train_epochs=1, max_steps=8, warmup_steps=0, per_device_train_batch_size=2,
                         max_length=None, bf16=False, activation_checkpointing=False, logging_steps=1, save_steps=4, prompt="brief"),
 }
