@@ -12,7 +12,7 @@ from .metrics import predictions_frame, evaluate, read_predictions, slug, markdo
 
 # %% auto #0
 __all__ = ['SETS', 'TABLES', 'UNTRAINED_TINY', 'set_dir', 'score_sets', 'tables', 'missing', 'markdown', 'pair_name', 'vet_sets',
-           'learned_stages', 'fingerprint', 'vet_learned', 'policy_records', 'learned_records']
+           'learned_stages', 'fingerprint', 'vet_learned', 'policy_records', 'learned_records', 'real_mix_asks']
 
 # %% ../nbs/11d_generalisation.ipynb #fe62abd9
 SETS = {  # set key -> (table, label, [(task, variant), ...])
@@ -271,3 +271,12 @@ def learned_records(stage:dict, # one of `speco3.generalisation.learned_stages`:
     recs = policy_records(_stage_policy(stage, seed, device), spectra, root, tasks, style=stage["style"], restart=restart, progress=progress)
     _mark_stage(root, stage, fp)
     return recs
+
+def real_mix_asks(real, # the real collection (`speco3.realmix.load_real`)
+                  profile:str, # the paper notebooks' profile
+                  tasks=None, # the questions; None: the five paper tasks at smoke and cpu (their time), every question at gpu and paper
+                  n_spectra=None): # how many spectra, spread over the collection; None: every one (6 at smoke)
+    "(the spectra, the questions) a learned stage is asked in the real mix: one choice for `07_real_mix` and `05b_real_mix_sft`."
+    tasks = list(tasks or (PAPER_TASKS if profile in ("smoke", "cpu") else TARGETS))
+    n = int(n_spectra) if n_spectra is not None else (6 if profile == "smoke" else len(real))
+    return real[::max(1, len(real) // n)][:n], tasks

@@ -434,8 +434,9 @@ PAPER_DEPS = {  # paper notebook -> the notebooks it waits for (it reads their o
     "04_sft": ("02_main_results", "03_cold_start", "03b_perception"),  # the untrained model's answers, drafts, perception model
     "04a_ablation_runs": ("01_data", "03_cold_start", "03b_perception"),  # RL only and the no-tool variant: base model, no-tool drafts
     "05_grpo": ("04_sft",), "05a_small_grpo": ("04_sft",),   # the small-set SFT model gets GRPO beside the large one
+    "05b_real_mix_sft": ("04_sft",),                         # 07's real-mix vetting of the SFT model, beside 05_grpo (07 reads it back)
     "06_ablations": ("04a_ablation_runs", "05_grpo", "05a_small_grpo"),
-    "07_real_mix": ("01_data", "05_grpo"),                   # the benchmark build; the SFT and SFT+GRPO models vet the real spectra
+    "07_real_mix": ("01_data", "05_grpo", "05b_real_mix_sft"),  # the benchmark build; the SFT and SFT+GRPO models vet the real spectra
     "08_baselines": ("05_grpo",),   # the learned models' throughput. It trains the specialists 07 asks (07 loads them): alone, it runs
                                     # first when both are ready, so 07's learned vetting (the longest tail) runs beside 06 and 09-11
     "09_reasoning_audit": ("06_ablations", "08_baselines"),  # audits every trajectory under runs/ (not 07's: real spectra) ...
