@@ -524,7 +524,7 @@ def survey_like_samples(n_pos:int, # positives per task
                 if snr_of(smp) > min_snr: out.append(smp)
     return out
 
-DECIDE_STEP = dict(num_train_epochs=2, freeze_vision=True)  # the deciding-states step's settings over `WORDS`
+DECIDE_STEP = dict(num_train_epochs=2, freeze_vision=False)  # the deciding-states step's settings over `WORDS`: the eyes learn along
 
 def train_decide(model_dir, # the words model folder (after the rare step, when it runs)
                  examples, # perception examples of `survey_like_samples`
