@@ -4,12 +4,12 @@ benchmark is the smoke build (`bench_size=`), training takes a step or two and t
 
 What stays the profile's: the recipe's code path (its model loading from a folder, the SFT and GRPO settings not
 overridden below, the paper profile's 7 tool calls, the spec-o3 plots), the style handed from 03 to 04 and 05, and
-the names and files each notebook writes for the next. bf16 is switched off (no GPU here)."""
+the names and files each notebook writes for the next. bf16 is on where a GPU is (the recipes' own setting), off on a CPU."""
 import json
 from pathlib import Path
 import pytest
 
-pytest.importorskip("torch", reason="torch is not installed (pip install 'speco3[train]')")
+torch = pytest.importorskip("torch", reason="torch is not installed (pip install 'speco3[train]')")
 pytest.importorskip("trl", reason="trl is not installed (pip install 'speco3[train]')")
 pytest.importorskip("papermill", reason="papermill is not installed (pip install 'speco3[dev]')")
 import papermill as pm
@@ -18,8 +18,9 @@ from speco3.tiny import build_tiny
 
 PAPER = Path(__file__).resolve().parent.parent / "nbs" / "paper"
 SIZE = dict(bench_size="smoke", max_eval=1, max_new_tokens=16)             # the smoke benchmark, a row per task, short turns
-SFT = dict(max_steps=2, bf16=False, learning_rate=1e-3, logging_steps=1, save_steps=2, per_device_train_batch_size=2)
-GRPO = dict(bf16=False, num_generations=2, prompts_per_step=2, prompts_per_update=2, micro_batch=4,
+BF16 = torch.cuda.is_available()                                          # the profiles' bf16 needs a GPU
+SFT = dict(max_steps=2, bf16=BF16, learning_rate=1e-3, logging_steps=1, save_steps=2, per_device_train_batch_size=2)
+GRPO = dict(bf16=BF16, num_generations=2, prompts_per_step=2, prompts_per_update=2, micro_batch=4,
             reasoning_tokens=16, answer_tokens=16, max_completion_length=2400, save_steps=1)  # 2 400 holds 8 spec-o3 plots
 
 
