@@ -19,7 +19,7 @@ from .reward import score
 from .agent import LIMIT_TEXT
 from .hf import load_model, model_name, save_context, saved_context
 from .tiny import image_tokens
-from .runs import ResumeFullWeights, base_model, check_resume, finished_run, freeze_vision
+from .runs import ResumeFullWeights, SharesCores, base_model, check_resume, finished_run, freeze_vision
 from .runs import last_checkpoint, print_settings, settle_profile, write_curve
 from . import runs
 
@@ -355,7 +355,7 @@ def profile_table(profiles=None): # a dict of GRPOProfile; None: PROFILES
     return runs.profile_table(profiles or PROFILES)
 
 # %% ../nbs/14_grpo.ipynb #1c6f64ea
-class _GRPOTrainer(ResumeFullWeights, GRPOTrainer):
+class _GRPOTrainer(ResumeFullWeights, SharesCores, GRPOTrainer):
     "TRL's GRPOTrainer with two fixes: resuming full weights (speco3.runs, transformers#43701) and the prompt images as tensors."
 
     def _tokenize_prompts(self, prompts):

@@ -8,6 +8,7 @@ import json, re, time, zlib
 from pathlib import Path
 from .policy import Episode, Policy
 from .prompts import chat_template as speco3_template, newest_plots, check_prompt
+from .profiles import share_cores
 
 try:
     import torch
@@ -297,6 +298,7 @@ def _decode(self, ids):
 
 def _generate(self, chunk):
     "Generate the next message for a chunk of (index, episode, encoding); returns texts."
+    if self.device.type == "cpu": share_cores()  # every core when the plan runs this alone
     batch = _collate([enc for _, _, enc in chunk], self.pad_id)
     n_prompt = batch["input_ids"].shape[1]
     batch = {k: v.to(self.device) for k, v in batch.items()}

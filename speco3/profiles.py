@@ -15,7 +15,8 @@ ABOUT = {  # profile -> where it runs and what it is for (design notes §4)
     "paper": "8×H100-class or a verl cluster: Qwen2.5-VL-3B/7B at the paper's settings"}
 
 # %% auto #0
-__all__ = ['PROFILES', 'ABOUT', 'COLD_START', 'EVALUATION', 'STAGES', 'check_profile', 'stage_settings', 'setting', 'table']
+__all__ = ['PROFILES', 'ABOUT', 'COLD_START', 'EVALUATION', 'STAGES', 'CORES_ENV', 'check_profile', 'stage_settings', 'setting',
+           'table', 'share_cores']
 
 # %% ../nbs/00b_profiles.ipynb #92453b4e
 def check_profile(profile:str, # the profile asked for
@@ -76,3 +77,24 @@ def table(stages=None # stage names (keys of STAGES); None: all
         for key in dict.fromkeys(k for p in per.values() for k in p):
             rows[(stage, key)] = {p: str(per[p][key]) if p in per else "—" for p in PROFILES}
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis(["stage", "setting"])
+
+# %% ../nbs/00b_profiles.ipynb #a27d7282
+import os, sys, time
+from pathlib import Path
+
+CORES_ENV = "SPECO3_CORES_FILE"  # names the file holding how many CPU threads each running notebook may use
+_cores = {"read": None, "n": None}  # when the file was last read (time.monotonic), and what it said
+
+def share_cores(every:float=2.0 # seconds between two reads of the file
+               ) -> int|None: # the threads torch now uses, None when no plan shares the machine
+    "Follow the plan's share of the CPU: set torch's thread count to the number in `$SPECO3_CORES_FILE`. Without it, or before torch is imported, nothing."
+    path, torch = os.environ.get(CORES_ENV), sys.modules.get("torch")
+    if not path or torch is None: return None
+    now = time.monotonic()
+    if _cores["read"] is not None and now - _cores["read"] < every: return _cores["n"]
+    _cores["read"] = now
+    try: n = int(Path(path).read_text())
+    except (OSError, ValueError): return _cores["n"]  # not written yet: keep what there is
+    if n >= 1 and torch.get_num_threads() != n: torch.set_num_threads(n)
+    _cores["n"] = torch.get_num_threads()
+    return _cores["n"]

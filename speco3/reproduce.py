@@ -468,6 +468,12 @@ def _tail(path, n=30):
     lines = Path(path).read_text(errors="replace").splitlines() if Path(path).exists() else []
     return "\n".join("    " + l for l in lines[-n:])
 
+def _share(cores_file, running):
+    "Write how many threads each of `running` commands may use (the cores over the commands) to `cores_file`, when it changes."
+    if cores_file is None or not running: return
+    n, f = str(max(1, (os.cpu_count() or 1) // running)), Path(cores_file)
+    if not f.exists() or f.read_text() != n: atomic_write(f, n)
+
 def run_plan(commands:dict, # name -> the command (argv list) that runs it
              plan:dict, # name -> the names it waits for (`paper_plan`)
              jobs:int=2, # commands running at once
@@ -475,13 +481,15 @@ def run_plan(commands:dict, # name -> the command (argv list) that runs it
              say=print, # where the progress lines go
              env=None, # environment of the commands; None: this one
              cwd=None, # their working folder
-             alone=() # names that run with nothing beside them (e.g. PAPER_ALONE: they time things)
+             alone=(), # names that run with nothing beside them (e.g. PAPER_ALONE: they time things)
+             cores_file=None # kept saying how many CPU threads each running command may use (`speco3.profiles.share_cores`)
             ) -> dict: # name -> dict(status: ok, failed or not run; rc, start, end (time.time()), log, why)
     "Run `commands` under `plan`, `jobs` at a time; a failure stops only what waits for it. Returns each one's outcome."
     if int(jobs) < 1: raise ValueError(f"run_plan: jobs must be at least 1, got {jobs}")
     if set(commands) != set(plan): raise ValueError(f"run_plan: commands and plan name different notebooks: {sorted(set(commands) ^ set(plan))}")
     if stray := sorted({d for ds in plan.values() for d in ds} - set(plan)): raise ValueError(f"run_plan: the plan waits for {', '.join(stray)}, which it does not run")
     weight, out, running = _waiting(plan), {}, {}
+    if cores_file is not None: env = {**(os.environ if env is None else env), profiles.CORES_ENV: str(Path(cores_file).resolve())}
     Path(log_dir).mkdir(parents=True, exist_ok=True)
     try:
         while len(out) < len(plan):
@@ -500,6 +508,7 @@ def run_plan(commands:dict, # name -> the command (argv list) that runs it
                     running[n] = (subprocess.Popen(commands[n], stdout=f, stderr=subprocess.STDOUT, env=env, cwd=cwd,
                                                    start_new_session=True), time.time(), log)  # its own group: a kill takes its kernel along
                 say(f"-- {n}" + (f" (beside {', '.join(sorted(set(running) - {n}))})" if len(running) > 1 else ""))
+            _share(cores_file, len(running))
             if not running:
                 if len(out) < len(plan): raise ValueError(f"run_plan: {', '.join(sorted(set(plan) - set(out)))} wait for each other")
                 continue

@@ -8,7 +8,7 @@ import csv, json
 from dataclasses import asdict, fields, replace
 from pathlib import Path
 from .tiny import build_tiny
-from .profiles import check_profile
+from .profiles import check_profile, share_cores
 
 try:
     from transformers.trainer_utils import get_last_checkpoint
@@ -17,7 +17,7 @@ except ImportError as e:  # the model side is the `train` extra, not the core
 
 # %% auto #0
 __all__ = ['profile_table', 'settle_profile', 'base_model', 'last_checkpoint', 'check_resume', 'finished_run', 'print_settings',
-           'ResumeFullWeights', 'vision_modules', 'freeze_vision', 'write_curve']
+           'ResumeFullWeights', 'SharesCores', 'vision_modules', 'freeze_vision', 'write_curve']
 
 # %% ../nbs/12a_runs.ipynb #248174e5
 def profile_table(profiles): # {name: profile dataclass}
@@ -93,6 +93,13 @@ class ResumeFullWeights:
         if hasattr(model, "peft_config"): return super()._load_from_checkpoint(resume_from_checkpoint, model)
         saved = type(model).from_pretrained(resume_from_checkpoint, dtype=model.dtype)
         model.load_state_dict(saved.state_dict())  # strict: every weight comes back, or an error says which did not
+
+# %% ../nbs/12a_runs.ipynb #72191374
+class SharesCores:
+    "Mix in before a transformers `Trainer`: each training step first follows the plan's share of the CPU (`share_cores`)."
+    def training_step(self, *args, **kwargs):
+        share_cores()
+        return super().training_step(*args, **kwargs)
 
 # %% ../nbs/12a_runs.ipynb #b0caae1c
 def vision_modules(model): # a Qwen2.5-VL-style model

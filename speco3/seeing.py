@@ -9,7 +9,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
-from .profiles import check_profile
+from .profiles import check_profile, share_cores
 from .io import run_lock
 from .expert import LIMITS, measurements, decide, covered_windows, ScriptedExpertPolicy
 from .prompts import TASKS, PAPER_TASKS
@@ -374,6 +374,7 @@ def train_eyes(model_dir, # a Qwen2.5-VL folder (e.g. `speco3.tiny.build_tiny`'s
         order = list(range(len(train))); random.Random(seed * 1000 + ep).shuffle(order)
         model.train(); t1, total, n, right, seen_ = time.perf_counter(), 0.0, 0, 0, 0
         for i in range(0, len(order), batch_size):
+            share_cores()  # every core when the plan runs this alone
             chunk = [train[k] for k in order[i:i + batch_size]]
             loss, got = _heads_loss(torch, heads, pooled_tokens(model, processor, [e["image"] for e in chunk]), chunk)
             loss.backward(); opt.step(); opt.zero_grad()

@@ -12,7 +12,7 @@ from .spectrum import Spectrum, lamost_wavelength
 from .prompts import PAPER_TASKS, TASKS, render_chat, install_template, turn_examples, restyle, check_prompt
 from .tool import TOOL_NAME
 from .hf import load_model, model_name, load_pretrained, load_processor, save_context
-from .runs import ResumeFullWeights, base_model, check_resume, finished_run, freeze_vision
+from .runs import ResumeFullWeights, SharesCores, base_model, check_resume, finished_run, freeze_vision
 from .runs import last_checkpoint, print_settings, settle_profile, write_curve
 from . import runs
 from .tiny import scripted_conversations
@@ -264,7 +264,7 @@ def lora_config(profile): # an SFTProfile
                       target_modules=LORA_TARGETS, task_type="CAUSAL_LM")
 
 # %% ../nbs/13_sft.ipynb #3a321c95
-class _SFTTrainer(ResumeFullWeights, SFTTrainer):
+class _SFTTrainer(ResumeFullWeights, SharesCores, SFTTrainer):
     "TRL's SFTTrainer, resuming a full model's weights with `from_pretrained` (transformers#43701: see speco3.runs)."
 
 def restyled(data, # what `as_sft_dataset` accepts

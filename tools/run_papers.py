@@ -5,7 +5,8 @@ Used by bin/reproduce and bin/test; exits 1 when a notebook failed (those waitin
 Usage: python tools/run_papers.py --profile P --out-dir D --dest DEST [--jobs N] [--keep DIR] [--summary FILE] [--inline-figures] [NOTEBOOK ...]
   --out-dir is given relative to nbs/paper (where the notebooks run); --jobs defaults to 2 at smoke and cpu on a machine
   with two cores or more (each notebook's model work uses one thread), 1 at gpu and paper (one accelerator);
-  SPECO3_JOBS overrides the default."""
+  SPECO3_JOBS overrides the default. DEST/cores says how many CPU threads each running notebook may use, so one that
+  runs alone trains on every core (speco3.profiles.share_cores)."""
 import argparse, os, signal, sys
 from pathlib import Path
 
@@ -35,7 +36,8 @@ def main():
                     "-k", "python3", "--cwd", "nbs/paper", "--log-level", "WARNING", "--no-progress-bar"] for n in names}
     print(f"{len(names)} paper notebooks at profile {a.profile}, {jobs} at a time; executed notebooks and logs in {rel(dest)}/", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # killed: run_plan stops the notebooks it started, kernels included
-    out = run_plan(commands, plan, jobs=jobs, log_dir=dest, env=env, cwd=root, alone=PAPER_ALONE, say=lambda s: print(s, flush=True))
+    out = run_plan(commands, plan, jobs=jobs, log_dir=dest, env=env, cwd=root, alone=PAPER_ALONE, say=lambda s: print(s, flush=True),
+                   cores_file=dest / "cores")
     done = {f"{n}.ipynb": out[n]["end"] - out[n]["start"] for n in sorted(out) if out[n]["status"] == "ok"}
     if a.keep:
         for n in (n for n, o in out.items() if o["status"] == "ok"): keep_notebook(dest / f"{n}.ipynb", Path(a.keep) / f"{n}.ipynb", root)
