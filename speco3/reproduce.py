@@ -173,17 +173,31 @@ def save_predictions(results_dir, # e.g. out_dir/results/main
     from speco3.metrics import write_predictions
     return write_predictions(predictions_path(results_dir, policy), records, policy=policy)
 
+def _same_rows(rows_of, where):
+    "A one-line ValueError when the predictions files of one table were not made on the same test rows."
+    sets = list(rows_of.values())
+    common = max(sets, key=lambda rows: sum(rows == other for other in sets))  # the rows most files share
+    if odd := [f for f, rows in rows_of.items() if rows != common]:
+        f = odd[0]
+        raise ValueError(f"main_table_from: {where}/{f} holds {len(rows_of[f])} test rows, {len(rows_of[f] & common)} of them among the "
+                         f"{len(common)} that {len(rows_of) - len(odd)} other file(s) share ({len(odd)} file(s) differ): they come from "
+                         "different benchmark builds or runs; delete the stale files or run their notebooks again")
+
 def main_table_from(results_dir, # folder holding predictions_*.csv
                     tasks=PAPER_TASKS, # the table's task columns
                     n_boot=1000, seed=0): # bootstrap settings for the intervals in main_metrics.json
-    "Score every saved predictions file; write main_table.csv/.md and main_metrics.json; return the table."
+    "Score every saved predictions file (all on the same test rows); write main_table.csv/.md and main_metrics.json; return the table."
     from speco3.metrics import predictions_frame, evaluate, main_table, read_predictions
     files = sorted(Path(results_dir).glob("predictions_*.csv"))
     if not files: raise FileNotFoundError(f"{results_dir}: no predictions_*.csv to tabulate")
-    evals = {}
+    evals, rows_of, file_of = {}, {}, {}
     for f in files:
         recs = read_predictions(f)
-        evals[recs[0]["policy"]] = evaluate(predictions_frame(recs), tasks=list(tasks), n_boot=n_boot, seed=seed)
+        name = recs[0]["policy"]
+        if name in file_of: raise ValueError(f"main_table_from: {file_of[name].name} and {f.name} both hold '{name}'; delete the stale one")
+        file_of[name], rows_of[f.name] = f, {r["sample_id"] for r in recs}
+        evals[name] = evaluate(predictions_frame(recs), tasks=list(tasks), n_boot=n_boot, seed=seed)
+    _same_rows(rows_of, results_dir)
     evals = dict(sorted(evals.items(), key=lambda kv: (kv[0].count(" + "), kv[0])))  # rows in pipeline order: stages named with " + "
     table = main_table(evals, tasks=list(tasks))
     atomic_write(Path(results_dir) / "main_table.csv", table.to_csv())
