@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['REQUIRED', 'FIELDS', 'PREDICTION_COLUMNS', 'tool_fields', 'predictions_frame', 'confusion', 'Evaluation', 'evaluate',
-           'paired_difference', 'visited', 'tool_stats', 'calibration_table', 'ece', 'risk_coverage', 'aurc',
-           'main_table', 'write_predictions', 'read_predictions', 'slug', 'markdown_table', 'balanced_accuracy',
+           'paired_difference', 'visited', 'tool_stats', 'yes_by_kind', 'calibration_table', 'ece', 'risk_coverage',
+           'aurc', 'main_table', 'write_predictions', 'read_predictions', 'slug', 'markdown_table', 'balanced_accuracy',
            'probe_accuracy']
 
 # %% ../nbs/11_metrics.ipynb #64034318
@@ -414,6 +414,31 @@ def tool_stats(df,              # predictions frame with `n_tool_calls` and/or `
             out.update(guideline_visit_rate=float(rates.mean()) if rates.notna().any() else np.nan,
                        n_guided=int(rates.notna().sum()),
                        guideline_visit_rate_by_task={t: float(by_task[t]) for t in _order(by_task.index)})
+    return out
+
+# %% ../nbs/11_metrics.ipynb #c6b4ff1a
+def _wilson(k, n, z=1.959964):
+    "Wilson score interval of k successes in n trials (NaNs when n is 0)."
+    if n == 0: return float("nan"), float("nan")
+    p, d = k / n, 1 + z * z / n
+    c, h = (p + z * z / (2 * n)) / d, z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+    return max(0.0, c - h), min(1.0, c + h)
+
+def yes_by_kind(df, # predictions frame (`predictions_frame`), with sample_id
+                kinds:dict, # sample_id -> the object's kind (a SpecVI-Sim row's `kind`)
+                min_n:int=1 # leave out groups with fewer rows
+               ) -> pd.DataFrame: # task, truth, kind, n, yes, yes_rate, lo, hi (rates in [0, 1])
+    "YES answers (strict reading) per task, truth and object kind, with Wilson 95 % intervals."
+    if "sample_id" not in df.columns: raise ValueError("yes_by_kind needs a sample_id column to look the kinds up")
+    if missing := sorted(set(df.sample_id) - set(kinds))[:3]:
+        raise ValueError(f"yes_by_kind: no kind for sample(s) {', '.join(map(str, missing))}: pass the benchmark rows' kinds")
+    said = df["strict_prediction"] if "strict_prediction" in df.columns else df["prediction"]
+    d = df.assign(kind=df.sample_id.map(kinds), yes=said.eq("YES"))
+    rows = [dict(task=t, truth=y, kind=k, n=len(g), yes=int(g.yes.sum())) for (t, y, k), g in d.groupby(["task", "truth", "kind"])]
+    out = pd.DataFrame(rows, columns=["task", "truth", "kind", "n", "yes"])
+    out = out[out.n >= min_n].reset_index(drop=True)
+    out["yes_rate"] = out.yes / out.n
+    out[["lo", "hi"]] = [_wilson(k, n) for k, n in zip(out.yes, out.n)]
     return out
 
 # %% ../nbs/11_metrics.ipynb #e1e7ed00
