@@ -174,19 +174,18 @@ def save_predictions(results_dir, # e.g. out_dir/results/main
     return write_predictions(predictions_path(results_dir, policy), records, policy=policy)
 
 def _same_rows(rows_of, where):
-    "A one-line ValueError when the predictions files of one table were not made on the same test rows."
-    sets = list(rows_of.values())
-    common = max(sets, key=lambda rows: sum(rows == other for other in sets))  # the rows most files share
-    if odd := [f for f, rows in rows_of.items() if rows != common]:
+    "A one-line ValueError when a predictions file holds test rows that the file with the most rows lacks (another build or run)."
+    ref = max(rows_of, key=lambda f: (len(rows_of[f]), f))
+    if odd := [f for f, rows in rows_of.items() if not rows <= rows_of[ref]]:
         f = odd[0]
-        raise ValueError(f"main_table_from: {where}/{f} holds {len(rows_of[f])} test rows, {len(rows_of[f] & common)} of them among the "
-                         f"{len(common)} that {len(rows_of) - len(odd)} other file(s) share ({len(odd)} file(s) differ): they come from "
-                         "different benchmark builds or runs; delete the stale files or run their notebooks again")
+        raise ValueError(f"main_table_from: {where}/{f} holds {len(rows_of[f] - rows_of[ref])} test rows that {ref} (the most rows, "
+                         f"{len(rows_of[ref])}) lacks: they come from different benchmark builds or runs; delete the stale files or "
+                         "run their notebooks again")
 
 def main_table_from(results_dir, # folder holding predictions_*.csv
                     tasks=PAPER_TASKS, # the table's task columns
                     n_boot=1000, seed=0): # bootstrap settings for the intervals in main_metrics.json
-    "Score every saved predictions file (all on the same test rows); write main_table.csv/.md and main_metrics.json; return the table."
+    "Score every saved predictions file (all on rows of one test split); write main_table.csv/.md and main_metrics.json; return the table."
     from speco3.metrics import predictions_frame, evaluate, main_table, read_predictions
     files = sorted(Path(results_dir).glob("predictions_*.csv"))
     if not files: raise FileNotFoundError(f"{results_dir}: no predictions_*.csv to tabulate")
