@@ -438,7 +438,8 @@ def yes_by_kind(df, # predictions frame (`predictions_frame`), with sample_id
     out = pd.DataFrame(rows, columns=["task", "truth", "kind", "n", "yes"])
     out = out[out.n >= min_n].reset_index(drop=True)
     out["yes_rate"] = out.yes / out.n
-    out[["lo", "hi"]] = [_wilson(k, n) for k, n in zip(out.yes, out.n)]
+    ci = [_wilson(k, n) for k, n in zip(out.yes, out.n)]
+    out["lo"], out["hi"] = [lo for lo, _ in ci], [hi for _, hi in ci]
     return out
 
 # %% ../nbs/11_metrics.ipynb #e1e7ed00
