@@ -417,18 +417,12 @@ def tool_stats(df,              # predictions frame with `n_tool_calls` and/or `
     return out
 
 # %% ../nbs/11_metrics.ipynb #c6b4ff1a
-def _wilson(k, n, z=1.959964):
-    "Wilson score interval of k successes in n trials (NaNs when n is 0)."
-    if n == 0: return float("nan"), float("nan")
-    p, d = k / n, 1 + z * z / n
-    c, h = (p + z * z / (2 * n)) / d, z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return max(0.0, c - h), min(1.0, c + h)
-
 def yes_by_kind(df, # predictions frame (`predictions_frame`), with sample_id
                 kinds:dict, # sample_id -> the object's kind (a SpecVI-Sim row's `kind`)
                 min_n:int=1 # leave out groups with fewer rows
                ) -> pd.DataFrame: # task, truth, kind, n, yes, yes_rate, lo, hi (rates in [0, 1])
     "YES answers (strict reading) per task, truth and object kind, with Wilson 95 % intervals."
+    from speco3.realmix import wilson  # the interval the real-mix tables use
     if "sample_id" not in df.columns: raise ValueError("yes_by_kind needs a sample_id column to look the kinds up")
     if missing := sorted(set(df.sample_id) - set(kinds))[:3]:
         raise ValueError(f"yes_by_kind: no kind for sample(s) {', '.join(map(str, missing))}: pass the benchmark rows' kinds")
@@ -438,7 +432,7 @@ def yes_by_kind(df, # predictions frame (`predictions_frame`), with sample_id
     out = pd.DataFrame(rows, columns=["task", "truth", "kind", "n", "yes"])
     out = out[out.n >= min_n].reset_index(drop=True)
     out["yes_rate"] = out.yes / out.n
-    ci = [_wilson(k, n) for k, n in zip(out.yes, out.n)]
+    ci = [wilson(int(k), int(n)) for k, n in zip(out.yes, out.n)]
     out["lo"], out["hi"] = [lo for lo, _ in ci], [hi for _, hi in ci]
     return out
 
