@@ -16,8 +16,8 @@ __all__ = ['PROFILES', 'VERDICT_MARKERS', 'PAPER_DEPS', 'PAPER_ALONE', 'check_pr
            'environment', 'machine', 'write_run_record', 'save_figure', 'work_parts', 'predictions_path',
            'save_predictions', 'main_table_from', 'run_name', 'benchmark_dir', 'relative', 'vet_model',
            'load_predictions', 'behaviour_table', 'small_set', 'small_sft', 'reading_table', 'verdict_prompt',
-           'verdict_states', 'folder_bytes', 'write_reproduce_summary', 'keep_notebook', 'scrub_paths', 'paper_plan',
-           'run_plan']
+           'verdict_states', 'folder_bytes', 'write_reproduce_summary', 'keep_notebook', 'scrub_paths', 'stale_outputs',
+           'paper_plan', 'run_plan']
 
 # %% ../nbs/90_reproduce.ipynb #2e82fe7d
 PROFILES = profiles.PROFILES  # the names live in speco3.profiles, with every stage's settings (`profiles.table()`)
@@ -406,14 +406,16 @@ def write_reproduce_summary(path, # the JSON file written, e.g. results/reproduc
                             out_dir, # the run's output folder (results/, figures/, data/, runs/ under it)
                             profile:str, # the profile the notebooks ran at
                             elapsed=None, # seconds from the first start to the last end; None: the notebooks ran one after the other
-                            jobs:int=1 # notebooks run at once
+                            jobs:int=1, # notebooks run at once
+                            removed=() # files under out_dir the run removed as stale (`stale_outputs`)
                            ) -> dict:
-    "Write the wall time per notebook and in all, and the disk used by results/, figures/, data/ and runs/; return it."
+    "Write the wall time per notebook and in all, the disk used by results/, figures/, data/ and runs/, and the stale files removed; return it."
     notebooks = round(sum(map(float, seconds.values())), 1)
     rec = {"profile": profile, "git_commit": git_commit(), "finished_utc": _utc(), "machine": machine(), "jobs": int(jobs),
            "wall_s": {k: round(float(v), 1) for k, v in seconds.items()}, "notebooks_wall_s": notebooks,
            "total_wall_s": notebooks if elapsed is None else round(float(elapsed), 1),
-           "disk_bytes": {d: folder_bytes(Path(out_dir) / d) for d in ("results", "figures", "data", "runs")}}
+           "disk_bytes": {d: folder_bytes(Path(out_dir) / d) for d in ("results", "figures", "data", "runs")},
+           "removed_stale": [Path(os.path.relpath(f, out_dir)).as_posix() for f in removed]}
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, json.dumps(rec, indent=1))
     return rec
@@ -438,6 +440,17 @@ def scrub_paths(text:str, # e.g. a notebook's JSON with its outputs
         text = re.sub(re.escape(tmp) + r"/[^/\\\s\"']+", "<tmp>", text)
     home = str(Path.home())
     return text.replace(home, "~") if len(home) > 1 else text
+
+# %% ../nbs/90_reproduce.ipynb #acf5b7d7
+def stale_outputs(out_dir, # the run's output folder (results/ and figures/ under it)
+                  since:float # the run's start (time.time())
+                 ) -> list:
+    "Files a run did not rewrite: in each results/<target>/ folder and in figures/ that it wrote into, those older than `since` (hidden files, e.g. `.gitkeep`, stay)."
+    out, stale = Path(out_dir), []
+    for group in [d for d in sorted((out / "results").glob("*")) if d.is_dir()] + [out / "figures"]:
+        files = [f for f in group.rglob("*") if f.is_file() and not f.is_symlink() and not f.name.startswith(".")]  # .gitkeep stays
+        if any(f.stat().st_mtime >= since for f in files): stale += [f for f in files if f.stat().st_mtime < since]
+    return sorted(stale)
 
 # %% ../nbs/90_reproduce.ipynb #6eeee32a
 PAPER_DEPS = {  # paper notebook -> the notebooks it waits for (it reads their outputs, or must not overlap their runs)

@@ -6,13 +6,14 @@ Usage: python tools/run_papers.py --profile P --out-dir D --dest DEST [--jobs N]
   --out-dir is given relative to nbs/paper (where the notebooks run); --jobs defaults to 2 at smoke and cpu on a machine
   with two cores or more (each notebook's model work uses one thread), 1 at gpu and paper (one accelerator);
   SPECO3_JOBS overrides the default. DEST/cores says how many CPU threads each running notebook may use, so one that
-  runs alone trains on every core (speco3.profiles.share_cores)."""
+  runs alone trains on every core (speco3.profiles.share_cores). After a complete run (every paper notebook, each
+  finished) the files under results/<target>/ and figures/ that it did not rewrite are removed (speco3.reproduce.stale_outputs)."""
 import argparse, os, signal, sys
 from pathlib import Path
 
 root = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(root))
-from speco3.reproduce import PAPER_ALONE, paper_plan, run_plan, keep_notebook, write_reproduce_summary
+from speco3.reproduce import PAPER_ALONE, paper_plan, run_plan, keep_notebook, write_reproduce_summary, stale_outputs
 
 def default_jobs(profile):
     if os.environ.get("SPECO3_JOBS"): return int(os.environ["SPECO3_JOBS"])
@@ -41,9 +42,15 @@ def main():
     done = {f"{n}.ipynb": out[n]["end"] - out[n]["start"] for n in sorted(out) if out[n]["status"] == "ok"}
     if a.keep:
         for n in (n for n, o in out.items() if o["status"] == "ok"): keep_notebook(dest / f"{n}.ipynb", Path(a.keep) / f"{n}.ipynb", root)
+    ran = [o for o in out.values() if o["start"] is not None]
+    stale = []
+    if not a.notebooks and done and len(done) == len(out):  # a complete run: what it did not rewrite is an older run's (stale_outputs)
+        stale = stale_outputs(paper / a.out_dir, since=min(o["start"] for o in ran))
+        for f in stale: f.unlink()
+        if stale: print(f"removed {len(stale)} file(s) this complete run did not rewrite (an older run's): "
+                        + ", ".join(os.path.relpath(f, paper / a.out_dir) for f in stale), flush=True)
     if a.summary and done:
-        ran = [o for o in out.values() if o["start"] is not None]
-        rec = write_reproduce_summary(a.summary, done, paper / a.out_dir, a.profile, jobs=jobs,
+        rec = write_reproduce_summary(a.summary, done, paper / a.out_dir, a.profile, jobs=jobs, removed=stale,
                                       elapsed=max(o["end"] for o in ran) - min(o["start"] for o in ran))
         print(f"total {rec['total_wall_s']:.0f} s ({rec['notebooks_wall_s']:.0f} s of notebooks, {jobs} at a time); disk (MB): "
               + ", ".join(f"{k} {v / 1e6:.1f}" for k, v in rec["disk_bytes"].items()))
