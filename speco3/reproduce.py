@@ -434,7 +434,8 @@ def scrub_paths(text:str, # e.g. a notebook's JSON with its outputs
                ) -> str:
     "`text` with the repository's path, temporary folders, the Python prefix and the home folder replaced by `<repo>`, `<tmp>`, `<python>` and `~`."
     import re, tempfile
-    for p, name in ((Path(root).resolve(), "<repo>"), (Path(sys.prefix), "<python>"), (Path(sys.base_prefix), "<python>")):
+    pythons = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}  # a linked environment prints its real path
+    for p, name in [(Path(root).resolve(), "<repo>")] + [(p, "<python>") for p in sorted(pythons, key=lambda p: -len(str(p)))]:
         if len(str(p)) > 1: text = text.replace(str(p), name)
     for tmp in {tempfile.gettempdir(), "/tmp"}:   # a scratch folder's name changes every run: the whole name goes
         text = re.sub(re.escape(tmp) + r"/[^/\\\s\"']+", "<tmp>", text)
