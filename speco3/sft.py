@@ -12,7 +12,7 @@ from .spectrum import Spectrum, lamost_wavelength
 from .prompts import PAPER_TASKS, TASKS, render_chat, install_template, turn_examples, restyle, check_prompt
 from .tool import TOOL_NAME
 from .hf import load_model, model_name, load_pretrained, load_processor, save_context
-from .runs import ResumeFullWeights, SharesCores, base_model, check_resume, finished_run, freeze_vision
+from .runs import ResumeFullWeights, SharesCores, base_model, check_resume, finished_run, freeze_vision, vision_modules
 from .runs import last_checkpoint, print_settings, settle_profile, write_curve
 from . import runs
 from .tiny import scripted_conversations
@@ -28,8 +28,8 @@ except ImportError as e:  # the model side is the `train` extra, not the core
 # %% auto #0
 __all__ = ['PROFILES', 'ACCELERATE_CONFIGS', 'LORA_TARGETS', 'conversation_to_example', 'demo_conversations', 'sft_dataset',
            'stored_chats', 'as_sft_dataset', 'one_turn_dataset', 'mix_in', 'SFTProfile', 'profile_table',
-           'accelerate_config', 'settle', 'lora_config', 'restyled', 'sft_args', 'sft_trainer', 'trained_spans',
-           'assistant_spans', 'save_loss_curve', 'train_sft']
+           'accelerate_config', 'settle', 'lora_config', 'split_vision_groups', 'restyled', 'sft_args', 'sft_trainer',
+           'trained_spans', 'assistant_spans', 'save_loss_curve', 'train_sft']
 
 # %% ../nbs/13_sft.ipynb #055c0092
 _CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
@@ -197,6 +197,7 @@ class SFTProfile:
     model: str | None = None           # base model folder or hub id; None: build the tiny model into out_dir/base
     tiny_size: str = "tiny"            # speco3.tiny size when model is None
     freeze_vision: bool = True         # freeze the vision tower and its merger/projector (the paper does)
+    vision_lr: float | None = None     # when they train: their learning rate (None: learning_rate, like the rest)
     learning_rate: float = 2e-5
     num_train_epochs: float = 5
     max_steps: int = -1                # > 0: stop after this many optimiser steps, whatever the epochs
@@ -230,7 +231,7 @@ PROFILES = {
 }
 
 _FIXED = ("output_dir", "assistant_only_loss", "seed", "data_seed")  # train_sft sets these itself
-_OURS = ("name", "model", "tiny_size", "freeze_vision", "lora_r", "lora_alpha", "lora_dropout", "keep_plots", "replay", "replay_layout", "prompt")  # not SFTConfig's
+_OURS = ("name", "model", "tiny_size", "freeze_vision", "vision_lr", "lora_r", "lora_alpha", "lora_dropout", "keep_plots", "replay", "replay_layout", "prompt")  # not SFTConfig's
 
 def profile_table(profiles=None): # a dict of SFTProfile; None: PROFILES
     "The profiles side by side, one row per setting (a pandas DataFrame)."
@@ -266,6 +267,33 @@ def lora_config(profile): # an SFTProfile
 # %% ../nbs/13_sft.ipynb #3a321c95
 class _SFTTrainer(ResumeFullWeights, SharesCores, SFTTrainer):
     "TRL's SFTTrainer, resuming a full model's weights with `from_pretrained` (transformers#43701: see speco3.runs)."
+    vision_lr = None  # a learning rate of its own for the vision tower and merger (`SFTProfile.vision_lr`)
+
+    def create_optimizer(self, model=None):
+        "Transformers' optimizer; with `vision_lr`, the tower's and merger's parameters move to groups of that rate."
+        fresh = self.optimizer is None
+        opt = super().create_optimizer(model)
+        if fresh and self.vision_lr is not None: split_vision_groups(opt, self.model, self.vision_lr)
+        return opt
+
+def _rate(lr): # a learning rate, None, or its text (YAML 1.1 reads 2e-4 as a string)
+    "The rate as a positive float (None stays None); a one-line error otherwise."
+    try: v = None if lr is None else float(lr)
+    except (TypeError, ValueError): v = -1.0
+    if v is not None and not v > 0: raise ValueError(f"vision_lr must be a positive number such as 2e-4, got {lr!r}")
+    return v
+
+def split_vision_groups(opt, # a torch optimizer, before its first step
+                        model, # the model it trains (a Qwen2.5-VL-style one)
+                        lr:float): # the vision parameters' learning rate
+    "Move the vision tower's and merger's parameters out of every group of `opt` into a copy of that group at `lr`."
+    vis = {id(p) for m in vision_modules(model).values() for p in m.parameters()}
+    for g in list(opt.param_groups):
+        mine = [p for p in g["params"] if id(p) in vis]
+        if not mine: continue
+        g["params"] = [p for p in g["params"] if id(p) not in vis]
+        opt.add_param_group({**{k: v for k, v in g.items() if k != "params"}, "params": mine, "lr": lr})
+    return opt
 
 def restyled(data, # what `as_sft_dataset` accepts
              prompt): # a prompt style (`speco3.prompts.PROMPTS`)
@@ -330,6 +358,8 @@ def sft_trainer(data, # what `as_sft_dataset` accepts
     trainer = _SFTTrainer(model=mdl, args=sft_args(prof, out / "checkpoints", seed, progress, **extra), train_dataset=ds,
                          processing_class=processor, peft_config=lora_config(prof) if lora else None, callbacks=callbacks)
     if not progress: trainer.remove_callback(PrinterCallback)
+    rate = _rate(prof.vision_lr)   # checked even when the tower is frozen and the rate goes unused
+    trainer.vision_lr = None if prof.freeze_vision else rate
     trainer.data_collator = _Count(trainer.data_collator)
     n_train = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
     trainer.speco3 = dict(name=prof.name, profile=asdict(prof), sft_args=extra, seed=seed, lora=lora, model=source,
