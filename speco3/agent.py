@@ -273,7 +273,9 @@ def load_samples(source, # a SpecVI-Bench directory or parquet file, or a list o
                 ) -> list:
     "Items `run` can vet: rows of a benchmark (directory or file), or the given list as it is."
     if isinstance(source, (str, Path)) and Path(source).is_dir():
-        from speco3.bench import set_info
+        from speco3.bench import set_info, benchmark_files
+        try: source = benchmark_files(source)  # a published snapshot keeps its files in benchmark/data/
+        except FileNotFoundError: pass
         files = []
         for f in sorted(Path(source).glob("*.parquet")):
             try: info = set_info(f.name)

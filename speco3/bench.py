@@ -20,10 +20,11 @@ from .prompts import system_text, user_prompt
 
 # %% auto #0
 __all__ = ['PUBLISHED_TRAIN', 'PUBLISHED_TEST', 'SIZES', 'SIZE_DOCS', 'SURVEY_MIX', 'CONFUSER_SHARE', 'OOD_CONFUSERS',
-           'REAL_CONTAMINANTS', 'WEAK_BINS', 'THRESHOLD', 'LOW_SNR', 'LABELS', 'resolve_sizes', 'split_counts',
-           'archive_mix', 'object_id', 'sample', 'WeakClassifier', 'weak_classifier', 'Rejection', 'rejection_sample',
-           'intrinsic_params', 'reobserve', 'sim_name', 'messages', 'overview', 'specvi_row', 'file_stem', 'set_info',
-           'write_set', 'dataset_card', 'build', 'load']
+           'REAL_CONTAMINANTS', 'WEAK_BINS', 'THRESHOLD', 'LOW_SNR', 'LABELS', 'PUBLISHED_COLUMNS', 'PAPER_TASKS',
+           'resolve_sizes', 'split_counts', 'archive_mix', 'object_id', 'sample', 'WeakClassifier', 'weak_classifier',
+           'Rejection', 'rejection_sample', 'intrinsic_params', 'reobserve', 'sim_name', 'messages', 'overview',
+           'specvi_row', 'file_stem', 'set_info', 'write_set', 'dataset_card', 'build', 'load', 'benchmark_files',
+           'check_benchmark', 'export_published']
 
 # %% ../nbs/06a_bench.ipynb #f2e36bb5
 PUBLISHED_TRAIN = {"carbon": 671, "cv": 711, "gm": 658, "ss": 706, "wd": 618}    # SpecVI-Bench train rows per task
@@ -655,4 +656,100 @@ def load(path, # a folder of SpecVI-Bench parquet files (searched recursively), 
             out[key] = pd.read_parquet(f, columns=cols)
         except Exception as e:  # pyarrow raises its own ArrowInvalid etc. for a corrupt file
             raise SpectrumError(f"{f}: cannot read parquet ({type(e).__name__}: {' '.join(str(e).split())})") from e
+    return out
+
+# %% ../nbs/06a_bench.ipynb #bad974fe
+PUBLISHED_COLUMNS = ("images", "data_source", "prompt", "reward_model", "agent_name", "extra_info")  # the dataset card's columns
+PAPER_TASKS = ("carbon", "cv", "gm", "ss", "wd")  # the five questions of the paper (file key cc for carbon)
+
+def _is_set(name):
+    try: return set_info(name)["variant"] is None
+    except ValueError: return False
+
+def benchmark_files(path # a SpecVI-Sim build (files at the top) or a published SpecVI-Bench snapshot (files in benchmark/data/)
+                   ) -> Path:
+    "The folder holding a benchmark's `<split>_<task>.parquet` files: `path`, or its `benchmark/data/` or `data/`."
+    path = Path(path)
+    if not path.is_dir(): raise FileNotFoundError(f"{path}: no such folder (expected a SpecVI-Bench snapshot or a SpecVI-Sim build)")
+    for d in (path, path / "benchmark" / "data", path / "data"):
+        if d.is_dir() and any(_is_set(f.name) for f in d.glob("*.parquet")): return d
+    raise FileNotFoundError(f"{path}: neither a SpecVI-Sim build nor a SpecVI-Bench snapshot "
+                            "(no train_cv.parquet, test_wd.parquet, ... here, in benchmark/data/ or in data/)")
+
+# %% ../nbs/06a_bench.ipynb #1b171c99
+def _check_file(f):
+    "{rows, yes, no} of one main file, after checking its columns, answers and first row."
+    import pyarrow.parquet as pq
+    try: names = pq.read_schema(f).names
+    except Exception as e: raise SpectrumError(f"{f}: cannot read parquet ({type(e).__name__})") from e
+    if missing := [c for c in PUBLISHED_COLUMNS if c not in names]: raise SpectrumError(f"{f}: no column {missing[0]!r} (SpecVI-Bench rows need {', '.join(PUBLISHED_COLUMNS)})")
+    truth = pq.read_table(f, columns=["reward_model.ground_truth"]).column(0).to_pylist()
+    if not truth: raise SpectrumError(f"{f}: no rows")
+    if bad := sorted({str(t) for t in truth} - {"YES", "NO"}): raise SpectrumError(f"{f}: reward_model.ground_truth {bad[0]!r} is neither YES nor NO")
+    first = pq.ParquetFile(f).read_row_group(0, columns=["images", "prompt", "extra_info"]).slice(0, 1).to_pylist()[0]
+    if len(first["images"] or []) != 1: raise SpectrumError(f"{f} row 0: {len(first['images'] or [])} images (a row holds one overview)")
+    users = [m["content"] for m in first["prompt"] or [] if m.get("role") == "user"]
+    if not users or "<image>" not in users[0]: raise SpectrumError(f"{f} row 0: the user message has no <image> placeholder")
+    from speco3.io import read_spectrum
+    try: read_spectrum(first)  # create_kwargs with flux and wavelength
+    except SpectrumError as e: raise SpectrumError(f"{f} row 0: {e}") from None
+    return dict(rows=len(truth), yes=truth.count("YES"), no=truth.count("NO"))
+
+def check_benchmark(path, # a benchmark folder in either layout (`benchmark_files`)
+                    tasks=PAPER_TASKS, # task keys whose files must be there
+                    splits=("train", "test") # splits that must be there
+                   ) -> dict:
+    "{file stem: {rows, yes, no}} of a benchmark's main files, each checked; a one-line error names a missing or unusable file."
+    folder = benchmark_files(path)
+    out = {}
+    for split in splits:
+        for t in tasks:
+            f = folder / f"{file_stem(split, t)}.parquet"
+            if not f.is_file(): raise FileNotFoundError(f"{f}: missing ({split} split of task {t}; a SpecVI-Bench snapshot has {split}_{file_key(t)}.parquet)")
+            out[f.stem] = _check_file(f)
+    return out
+
+# %% ../nbs/06a_bench.ipynb #42e42426
+def _published_schema():
+    import pyarrow as pa
+    f64, txt = pa.list_(pa.float64()), pa.string()
+    create = pa.struct([("flux", f64), ("wavelength", f64), ("redshift", pa.float64())])
+    extra = pa.struct([("index", txt), ("name", txt), ("tools_kwargs", pa.struct(
+        [("spectral_visualization_tool", pa.struct([("create_kwargs", create)]))]))])
+    return pa.schema([("images", pa.list_(pa.struct([("bytes", pa.binary()), ("path", txt)]))), ("data_source", txt),
+                      ("prompt", pa.list_(pa.struct([("role", txt), ("content", txt)]))),
+                      ("reward_model", pa.struct([("ground_truth", txt), ("type", txt)])), ("agent_name", txt), ("extra_info", extra)])
+
+def _keep(truth, rows):
+    "Row numbers to keep: all, or at most `rows`, YES and NO alternating while both last (file order kept)."
+    if rows is None: return list(range(len(truth)))
+    yes, no = [i for i, t in enumerate(truth) if t == "YES"], [i for i, t in enumerate(truth) if t != "YES"]
+    n_yes = min(len(yes), max(1, rows // 2) if yes else 0)
+    return sorted(yes[:n_yes] + no[:rows - n_yes])
+
+def export_published(src, # a benchmark folder in either layout
+                     out, # the snapshot folder written: out/benchmark/data/<split>_<task>.parquet and out/README.md
+                     rows:int|None=None, # at most this many rows per file (YES and NO both kept); None: every row
+                     tasks=PAPER_TASKS # task keys exported
+                    ) -> Path:
+    "Write a benchmark's main train/test files in the published SpecVI-Bench layout (index ids such as `wd_test_3`); returns out."
+    import pyarrow as pa, pyarrow.parquet as pq
+    src, out = benchmark_files(src), Path(out)
+    data = out / "benchmark" / "data"; data.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for split in ("train", "test"):
+        for t in tasks:
+            f = src / f"{file_stem(split, t)}.parquet"
+            if not f.is_file(): raise FileNotFoundError(f"{f}: missing ({split} split of task {t})")
+            table = pq.read_table(f, columns=list(PUBLISHED_COLUMNS))
+            keep = _keep(table.column("reward_model").combine_chunks().field("ground_truth").to_pylist(), rows)
+            recs = table.take(keep).to_pylist()
+            for i, r in zip(keep, recs):
+                idx = r["extra_info"]["index"]
+                r["extra_info"]["index"] = idx if isinstance(idx, str) else f"{file_key(t)}_{split}_{i}"
+            pq.write_table(pa.Table.from_pylist(recs, schema=_published_schema()), data / f.name, compression="zstd")
+            lines.append(f"| {f.stem} | {len(recs)} | {sum(r['reward_model']['ground_truth'] == 'YES' for r in recs)} |")
+    (out / "README.md").write_text(f"# SpecVI-Bench layout, exported by speco3.bench.export_published from `{src.name}`\n\n"
+                                   "The rows are those of the source, in the published layout; where the source is a SpecVI-Sim build they are "
+                                   "simulated spectra.\n\n| file | rows | YES |\n|---|---|---|\n" + "\n".join(lines) + "\n")
     return out

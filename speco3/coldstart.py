@@ -16,6 +16,7 @@ from .io import atomic_write, read_jsonl, append_jsonl
 from .policy import Episode, Policy
 from .prompts import TASKS, PAPER_TASKS, OOD_TASKS, MAX_TOOL_CALLS, system_text
 from .reward import parse, wavelength_mentions, WAVELENGTH_RANGE
+from .tasks import task_key
 from .tool import TOOL_NAME
 
 # %% auto #0
@@ -25,7 +26,7 @@ __all__ = ['MIN_SNR', 'DRAFT_INSTRUCTION', 'MAX_CHARS', 'MAX_TURNS', 'WAVELENGTH
            'cited_wavelengths', 'heldout_keys', 'check_draft', 'qc', 'ReviewError', 'replay', 'review_status',
            'accepted_records', 'export_review', 'import_review', 'simulate_review', 'sft_messages', 'sft_features',
            'sft_table', 'export_sft', 'load_sft_dataset', 'export_sharegpt', 'is_sharegpt', 'sharegpt_spec',
-           'sharegpt_messages', 'sharegpt_dataset']
+           'sharegpt_messages', 'sharegpt_dataset', 'open_coldstart']
 
 # %% ../nbs/12_coldstart.ipynb #e51099b1
 MIN_SNR = 10.0  # drafts only from spectra above this SNR (g band where the survey gives one)
@@ -782,12 +783,25 @@ SHAREGPT_DEFAULTS = {"messages": "conversations", "images": "images", "system": 
 _RESPONSES = "\n</tool_response>\n<tool_response>\n"  # between several tool answers in one observation (export_sharegpt)
 _EXTRA = ("sample_id", "task", "truth", "object_id", "drafter")
 
+_INFO_FILES = ("dataset_info.json", "data_info.json")  # LLaMA-Factory's name, and the one the authors' release uses
+_ALIASES = {"sample_id": ("sample_id", "sample_index"), "task": ("task", "data_source"), "truth": ("truth", "ground_truth"),
+            "object_id": ("object_id", "source_name"), "drafter": ("drafter",)}  # our provenance column <- the names rows may use
+
+def _sharegpt_parquet(path):
+    "The parquet files of a Hub-style ShareGPT export (a file, or a folder searched recursively) holding `conversations`."
+    import pyarrow.parquet as pq
+    path = Path(path)
+    files = [path] if path.is_file() and path.suffix == ".parquet" else sorted(path.rglob("*.parquet")) if path.is_dir() else []
+    try: return [f for f in files if "conversations" in pq.read_schema(f).names]
+    except Exception: return []
+
 def is_sharegpt(path # a dataset path
                ) -> bool:
-    "Whether `path` is a ShareGPT dataset: a .json/.jsonl file, or a folder with a dataset_info.json but no datasets state.json."
+    "Whether `path` is ShareGPT: a .json/.jsonl file, a folder with a dataset_info.json/data_info.json (not a datasets save), or parquet with `conversations`."
     path = Path(path)
-    if path.is_dir(): return (path / "dataset_info.json").is_file() and not (path / "state.json").is_file()
-    return path.suffix in (".json", ".jsonl")
+    if path.is_dir() and (path / "state.json").is_file(): return False
+    if path.is_dir() and any((path / n).is_file() for n in _INFO_FILES): return True
+    return path.suffix in (".json", ".jsonl") or bool(_sharegpt_parquet(path))
 
 def sharegpt_spec(path, # a ShareGPT folder (with dataset_info.json) or a .json/.jsonl file
                   name:str|None=None # the dataset_info.json entry (None: the only sharegpt one, or the one naming the file)
@@ -795,7 +809,7 @@ def sharegpt_spec(path, # a ShareGPT folder (with dataset_info.json) or a .json/
     "(data file, media folder, columns and tags) of a ShareGPT dataset, LLaMA-Factory's defaults where not given."
     path = Path(path)
     folder = path if path.is_dir() else path.parent
-    info_file = folder / "dataset_info.json"
+    info_file = next((folder / n for n in _INFO_FILES if (folder / n).is_file()), folder / _INFO_FILES[0])
     info = json.loads(info_file.read_text(encoding="utf-8")) if info_file.is_file() else {}
     entries = {k: v for k, v in info.items() if isinstance(v, dict) and v.get("formatting") == "sharegpt"}
     if not path.is_dir(): entries = {k: v for k, v in entries.items() if v.get("file_name") == path.name}
@@ -809,7 +823,10 @@ def sharegpt_spec(path, # a ShareGPT folder (with dataset_info.json) or a .json/
     return (folder / entry["file_name"] if path.is_dir() else path), folder, spec
 
 def _read_rows(file):
-    "The rows of a ShareGPT .json (a list) or .jsonl file."
+    "The rows of a ShareGPT .json (a list), .jsonl or .parquet file."
+    if file.suffix == ".parquet":
+        import pyarrow.parquet as pq
+        return pq.read_table(file).to_pylist()
     text = file.read_text(encoding="utf-8")
     if file.suffix == ".jsonl":
         rows = []
@@ -871,24 +888,69 @@ def sharegpt_messages(row:dict, # one ShareGPT row
         else: msgs.append({"role": role, "content": _parts(value)})
     return msgs
 
-def sharegpt_dataset(path, # a ShareGPT folder (with dataset_info.json) or a .json/.jsonl file
+def _image_of(entry, # a row's image: a path relative to the media folder, or a {'bytes', 'path'} struct (a Hub parquet export)
+              media, # the media folder
+              where): # "file row n", for errors
+    "The image as the {'bytes', 'path'} struct `datasets.Image` stores."
+    if isinstance(entry, dict) and entry.get("bytes"): return {"bytes": entry["bytes"], "path": Path(entry.get("path") or "image.png").name}
+    rel = entry.get("path") if isinstance(entry, dict) else entry
+    if not isinstance(rel, str) or not rel: raise ValueError(f"{where}: an image entry is neither a path nor a struct with bytes ({type(entry).__name__})")
+    q = media / rel
+    if not q.is_file(): raise FileNotFoundError(f"{where}: image {q} is missing")
+    return {"bytes": q.read_bytes(), "path": q.name}
+
+def _provenance_of(row:dict) -> dict:
+    "Our provenance columns from a row, under our names or the authors' (sample_index, source_name, ground_truth)."
+    out = {k: next((str(row[n]) for n in names if row.get(n) not in (None, "")), "") for k, names in _ALIASES.items()}
+    if not out["task"] and out["sample_id"].count("_") >= 2:  # an index id such as wd_train_12 names its task
+        try: out["task"] = task_key(out["sample_id"].split("_")[0])
+        except ValueError: pass
+    return out
+
+def _sharegpt_sources(path, name):
+    "[(file, media folder, columns and tags)] of a ShareGPT dataset: one JSON file, or the parquet files of a Hub export."
+    path = Path(path)
+    info = path.is_dir() and any((path / n).is_file() for n in _INFO_FILES)
+    if not info and (parquet := _sharegpt_parquet(path)):
+        return [(f, path if path.is_dir() else path.parent, dict(SHAREGPT_DEFAULTS)) for f in parquet]
+    file, media, spec = sharegpt_spec(path, name)
+    if not file.is_file(): raise FileNotFoundError(f"{file}: the ShareGPT data file is missing")
+    return [(file, media, spec)]
+
+def sharegpt_dataset(path, # a ShareGPT folder (dataset_info.json or data_info.json), a .json/.jsonl file, or a Hub parquet export
                      name:str|None=None # the dataset_info.json entry (see `sharegpt_spec`)
                     ):
     "The ShareGPT rows as the table `export_sft` writes (messages JSON, images as bytes, provenance where given)."
     import datasets
-    file, media, spec = sharegpt_spec(path, name)
-    if not file.is_file(): raise FileNotFoundError(f"{file}: the ShareGPT data file is missing")
     cols = {k: [] for k in ("messages", "images") + _EXTRA}
-    for i, row in enumerate(_read_rows(file)):
-        where = f"{file} row {i}"
-        msgs = sharegpt_messages(row, spec, where)
-        paths = row.get(spec["images"]) or []
-        n = sum(p["type"] == "image" for m in msgs for p in m["content"])
-        if n != len(paths): raise ValueError(f"{where}: {len(paths)} images for {n} <image> placeholders")
-        imgs = [media / p for p in paths]
-        if any(not q.is_file() for q in imgs): raise FileNotFoundError(f"{where}: image {next(q for q in imgs if not q.is_file())} is missing")
-        cols["messages"].append(json.dumps(msgs, ensure_ascii=False))
-        cols["images"].append([{"bytes": q.read_bytes(), "path": q.name} for q in imgs])
-        for k in _EXTRA: cols[k].append(str(row.get(k) or ""))
+    for file, media, spec in _sharegpt_sources(path, name):
+        for i, row in enumerate(_read_rows(file)):
+            where = f"{file} row {i}"
+            msgs = sharegpt_messages(row, spec, where)
+            paths = list(row.get(spec["images"]) if row.get(spec["images"]) is not None else [])
+            n = sum(p["type"] == "image" for m in msgs for p in m["content"])
+            if n != len(paths): raise ValueError(f"{where}: {len(paths)} images for {n} <image> placeholders")
+            cols["messages"].append(json.dumps(msgs, ensure_ascii=False))
+            cols["images"].append([_image_of(p, media, where) for p in paths])
+            for k, v in _provenance_of(row).items(): cols[k].append(v)
+    if not cols["messages"]: raise ValueError(f"{path}: a ShareGPT dataset with no rows")
     feats = datasets.Features({**{k: datasets.Value("string") for k in cols}, "images": datasets.List(datasets.Image())})
     return datasets.Dataset.from_dict(cols, features=feats)
+
+
+# %% ../nbs/12_coldstart.ipynb #ffa68f61
+def open_coldstart(path # 03_cold_start's export folder, an authors' ShareGPT folder or file, or a Hub parquet export
+                  ) -> tuple:
+    "(the SFT dataset, a description: n, per_task, per_label, drafter, review, style, source) of a cold-start set."
+    path = Path(path)
+    if not path.exists(): raise FileNotFoundError(f"{path}: no cold-start set here (03_cold_start's export, or the authors' ShareGPT folder)")
+    if (path / "trl").exists() and (path / "export.json").is_file():
+        return load_sft_dataset(path / "trl"), dict(json.loads((path / "export.json").read_text()), source="03_cold_start")
+    if not is_sharegpt(path):
+        raise ValueError(f"{path}: not a cold-start set (neither 03_cold_start's export with trl/ and export.json, nor ShareGPT: "
+                         "a data_info.json or dataset_info.json, a .json/.jsonl file, or parquet with a conversations column)")
+    ds = load_sft_dataset(path)
+    raw = ds.with_format(None).remove_columns(["messages", "images"]).to_pandas()  # provenance columns only: no images decoded
+    count = lambda col: {k: int(v) for k, v in Counter(x or "unknown" for x in raw[col]).items()}
+    return ds, dict(n=len(ds), per_task=count("task"), per_label=count("truth"), drafter="the authors' expert trajectories (ShareGPT)",
+                    review="as published", style="spec-o3", profile=None, source=path.name)

@@ -497,7 +497,7 @@ def train_grpo(data, # a SpecVI-Bench folder (train split of the five tasks), pa
     log = [r for r in trainer.state.log_history if "reward" in r]
     first, last_ = fifths([r["reward"] for r in log])
     acc = fifths([r.get("accuracy") for r in log])
-    metrics = dict(name=s["name"], profile=s["profile"]["name"], global_step=trainer.state.global_step,
+    metrics = dict(name=s["name"], profile=s["profile"]["name"], global_step=trainer.state.global_step, planned_steps=trainer.state.max_steps,
                    resumed_from=Path(last).name if resume and last else None, train_runtime_s=result.metrics["train_runtime"],
                    wall_s=round(time.perf_counter() - t0, 2), logged_steps=len(log),
                    reward_first_fifth=first, reward_last_fifth=last_, accuracy_first_fifth=acc[0], accuracy_last_fifth=acc[1],

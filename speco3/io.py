@@ -478,6 +478,11 @@ def _restore(saved: dict, meta: dict) -> dict:
     out["source"], out["layout"] = meta["source"], meta["layout"]
     return out
 
+def _row_index(v):
+    "extra_info.index as the file holds it: our files an integer, the published SpecVI-Bench an id string such as wd_test_15."
+    if v is None or isinstance(v, (int, np.integer)): return None if v is None else int(v)
+    return _text(v)
+
 def _from_specvi(row, src) -> Spectrum:
     extra = row["extra_info"]
     if isinstance(extra, str): extra = json.loads(extra)
@@ -493,7 +498,7 @@ def _from_specvi(row, src) -> Spectrum:
                       snr=_snr_dict(survey, row_get(row, "snr")), label=_text(row_get(row, "label")),
                       data_source=_text(row_get(row, "data_source")),
                       ground_truth=_text(rm.get("ground_truth")) if hasattr(rm, "get") else None,
-                      index=None if extra.get("index") is None else int(extra["index"]))
+                      index=_row_index(extra.get("index")))
     return _spectrum(ck["wavelength"], ck["flux"], None, None, ck.get("redshift", 0.0), meta, header=False)
 
 def _from_table(row, src) -> Spectrum:

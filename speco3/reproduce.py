@@ -236,9 +236,12 @@ def benchmark_dir(out_dir, # the run's output folder (data/ lives under it)
                   seed:int, # the build seed
                   data_dir=None # an explicit benchmark folder; None: out_dir/data/specvi-sim-<profile>
                  ) -> Path:
-    "The SpecVI-Sim folder of a run, built there when missing; ValueError when it holds another profile or seed."
-    from speco3.bench import build
+    "The benchmark folder of a run: a given SpecVI-Bench snapshot (checked), or the SpecVI-Sim build, built there when missing."
+    from speco3.bench import build, benchmark_files, check_benchmark
     data = Path(data_dir) if data_dir is not None else Path(out_dir) / "data" / f"specvi-sim-{profile}"
+    if data_dir is not None and data.is_dir() and not (data / "stats.json").exists() and any(data.iterdir()):
+        check_benchmark(data)  # an author's snapshot: refused here, before anything trains, when a file is missing or unusable
+        return benchmark_files(data)
     if not (data / "stats.json").exists(): build(data, profile=profile, seed=seed, progress=False)
     stats = json.loads((data / "stats.json").read_text())
     if (stats["profile"], stats["seed"]) != (profile, seed):

@@ -16,8 +16,8 @@ except ImportError as e:  # the model side is the `train` extra, not the core
     raise ImportError(f"speco3.runs needs transformers ({e}); install it with: pip install 'speco3[train]'") from e
 
 # %% auto #0
-__all__ = ['profile_table', 'settle_profile', 'base_model', 'last_checkpoint', 'check_resume', 'finished_run', 'print_settings',
-           'ResumeFullWeights', 'SharesCores', 'vision_modules', 'freeze_vision', 'write_curve']
+__all__ = ['profile_table', 'settle_profile', 'base_model', 'last_checkpoint', 'check_resume', 'finished_run', 'steps_as_planned',
+           'print_settings', 'ResumeFullWeights', 'SharesCores', 'vision_modules', 'freeze_vision', 'write_curve']
 
 # %% ../nbs/12a_runs.ipynb #248174e5
 def profile_table(profiles): # {name: profile dataclass}
@@ -78,6 +78,14 @@ def finished_run(out, # the run folder
     if m.get("global_step") != int(Path(last).name.rsplit("-", 1)[-1]): return None
     print(f"{out.name}: finished earlier at step {m['global_step']}; its saved model and metrics are used (a new out_dir trains again)")
     return m
+
+def steps_as_planned(metrics:dict, # a training run's metrics (`train_sft`, `train_grpo`)
+                     max_steps:int # the steps asked for: > 0 a fixed count, else as many as its epochs plan
+                    ) -> bool:
+    "Whether the run took the steps it was asked for: `max_steps` when set, else the count its epochs planned."
+    want = int(max_steps) if max_steps is not None and int(max_steps) > 0 else metrics.get("planned_steps")
+    if want is None: raise ValueError(f"{metrics.get('out_dir', 'the run')}: no planned_steps in its metrics (made before they were recorded); train it again")
+    return metrics["global_step"] == want
 
 def print_settings(title, # the first line: what runs
                    settings): # {setting: value}, one line each

@@ -429,7 +429,7 @@ def train_sft(data, # a Dataset, a list of chats/rows, a folder written by speco
     csv_path, png = save_loss_curve(trainer.state.log_history, out, s["name"])
     losses = [r["loss"] for r in trainer.state.log_history if "loss" in r]
     runtime, count = result.metrics["train_runtime"], trainer.data_collator
-    metrics = dict(name=s["name"], profile=s["profile"]["name"], global_step=trainer.state.global_step,
+    metrics = dict(name=s["name"], profile=s["profile"]["name"], global_step=trainer.state.global_step, planned_steps=trainer.state.max_steps,
                    epoch=trainer.state.epoch, resumed_from=Path(last).name if resume and last else None,
                    train_loss=result.training_loss, final_loss=losses[-1] if losses else None,
                    train_runtime_s=runtime, samples=count.samples, tokens=count.tokens,
