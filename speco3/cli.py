@@ -219,11 +219,27 @@ def _add_view(sub):
     w.add_argument("--max-samples", type=int, help="show only the first N trajectories")
     w.set_defaults(run=_view)
 
+# %% ../nbs/91_cli.ipynb #0404b223
+def _tiny(a):
+    from speco3.tiny import build_tiny, SIZES
+    out = Path(a.out)
+    if a.size not in SIZES: raise ValueError(f"unknown size {a.size!r}; choose one of {', '.join(SIZES)}")
+    if out.exists() and any(out.iterdir()) and not a.overwrite: raise FileExistsError(f"{out} is not empty; pass --overwrite to replace its model files")
+    rec = build_tiny(out, size=a.size, seed=a.seed)
+    print(f"{out}: a {a.size} Qwen2.5-VL-shaped model ({rec['params']:,} parameters), loadable with from_pretrained; "
+          f"use it as --model {out}")
+
+def _add_tiny(sub):
+    t = sub.add_parser("tiny", help="write the offline tiny Qwen2.5-VL as an ordinary local model folder (config, weights, tokenizer, processor, chat template)")
+    t.add_argument("--out", required=True, help="the model folder to write"); t.add_argument("--size", default="tiny", help="tiny, small or base")
+    t.add_argument("--seed", type=int, default=0, help="weight initialisation seed"); t.add_argument("--overwrite", action="store_true")
+    t.set_defaults(run=_tiny)
+
 # %% ../nbs/91_cli.ipynb #47f81645
 def _parser():
     p = argparse.ArgumentParser(prog="speco3", description="Spec-o3 companion: benchmark, vetting and training tools.")
     sub = p.add_subparsers(dest="command", required=True)
-    for add in (_add_bench, _add_vet, _add_train, _add_export, _add_view): add(sub)
+    for add in (_add_bench, _add_vet, _add_train, _add_export, _add_view, _add_tiny): add(sub)
     return p
 
 # %% ../nbs/91_cli.ipynb #410c359b

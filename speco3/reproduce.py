@@ -14,10 +14,10 @@ from . import profiles
 # %% auto #0
 __all__ = ['PROFILES', 'VERDICT_MARKERS', 'PAPER_DEPS', 'PAPER_ALONE', 'check_profile', 'output_dirs', 'git_commit',
            'environment', 'machine', 'write_run_record', 'save_figure', 'work_parts', 'predictions_path',
-           'save_predictions', 'main_table_from', 'run_name', 'benchmark_dir', 'relative', 'vet_model',
-           'load_predictions', 'behaviour_table', 'small_set', 'small_sft', 'reading_table', 'verdict_prompt',
-           'verdict_states', 'folder_bytes', 'write_reproduce_summary', 'keep_notebook', 'scrub_paths', 'stale_outputs',
-           'paper_plan', 'run_plan']
+           'save_predictions', 'main_table_from', 'run_name', 'benchmark_dir', 'relative', 'check_model_dir',
+           'check_inputs', 'vet_model', 'load_predictions', 'behaviour_table', 'small_set', 'small_sft',
+           'reading_table', 'verdict_prompt', 'verdict_states', 'folder_bytes', 'write_reproduce_summary',
+           'keep_notebook', 'scrub_paths', 'stale_outputs', 'paper_plan', 'run_plan']
 
 # %% ../nbs/90_reproduce.ipynb #2e82fe7d
 PROFILES = profiles.PROFILES  # the names live in speco3.profiles, with every stage's settings (`profiles.table()`)
@@ -255,6 +255,42 @@ def relative(path, # a file or folder
     "`path` relative to `out_dir` as a POSIX string, or its name alone when it lies outside."
     try: return Path(path).resolve().relative_to(Path(out_dir).resolve()).as_posix()
     except ValueError: return Path(path).name
+
+# %% ../nbs/90_reproduce.ipynb #dcc3bf97
+_WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+
+def check_model_dir(path # a local model folder: a base Qwen2.5-VL-3B/7B-Instruct, a released Spec-o3 checkpoint, `speco3 tiny --out`
+                   ) -> dict:
+    "{model_type, architectures} of a Qwen2.5-VL-shaped model folder; a one-line error says what is missing."
+    path = Path(path)
+    if not path.is_dir(): raise FileNotFoundError(f"{path}: no such model folder")
+    if not (path / "config.json").is_file(): raise FileNotFoundError(f"{path}: no config.json (not a Hugging Face model folder)")
+    try: cfg = json.loads((path / "config.json").read_text())
+    except json.JSONDecodeError as e: raise ValueError(f"{path / 'config.json'}: not JSON ({e})") from None
+    if cfg.get("model_type") != "qwen2_5_vl":
+        raise ValueError(f"{path}: model_type {cfg.get('model_type')!r}, not a Qwen2.5-VL model (qwen2_5_vl)")
+    if not any((path / w).is_file() for w in _WEIGHTS) and not list(path.glob("model-*.safetensors")):
+        raise FileNotFoundError(f"{path}: no weights ({', '.join(_WEIGHTS[:2])}, ...)")
+    if not ((path / "tokenizer.json").is_file() or (path / "tokenizer_config.json").is_file()): raise FileNotFoundError(f"{path}: no tokenizer")
+    if not any((path / f).is_file() for f in ("preprocessor_config.json", "processor_config.json")):
+        raise FileNotFoundError(f"{path}: no image processor (preprocessor_config.json)")
+    return dict(model_type=cfg["model_type"], architectures=cfg.get("architectures"))
+
+def check_inputs(data=None, # a SpecVI-Bench snapshot or SpecVI-Sim build
+                 coldstart=None, # a cold-start set (`speco3.coldstart.open_coldstart`)
+                 model=None # a local model folder
+                ) -> dict:
+    "What each given input holds, after checking it; the first problem raises a one-line error naming the file."
+    out = {}
+    if data is not None:
+        from speco3.bench import check_benchmark
+        files = check_benchmark(data)
+        out["data"] = dict(files=len(files), rows=sum(f["rows"] for f in files.values()), yes=sum(f["yes"] for f in files.values()))
+    if coldstart is not None:
+        from speco3.coldstart import open_coldstart
+        out["coldstart"] = {k: v for k, v in open_coldstart(coldstart)[1].items() if k in ("n", "per_task", "per_label", "drafter")}
+    if model is not None: out["model"] = check_model_dir(model)
+    return out
 
 # %% ../nbs/90_reproduce.ipynb #2ce0d2ec
 def vet_model(model_dir, # a model folder HFPolicy loads (a trained run's model/, the tiny base, ...)

@@ -2,13 +2,17 @@
 where they do not wait on each other (speco3.reproduce.PAPER_DEPS; one that times things runs alone), each into
 DEST/<name>.ipynb with its log beside it.
 Used by bin/reproduce and bin/test; exits 1 when a notebook failed (those waiting for it do not run).
-Usage: python tools/run_papers.py --profile P --out-dir D --dest DEST [--jobs N] [--keep DIR] [--summary FILE] [--inline-figures] [NOTEBOOK ...]
+Usage: python tools/run_papers.py --profile P --out-dir D --dest DEST [--jobs N] [--keep DIR] [--summary FILE] [--inline-figures]
+                                  [--param NAME=VALUE ...] [NOTEBOOK ...]
+  --param passes a papermill parameter to every notebook whose parameters cell declares NAME (`model`, the base model,
+  only to the notebooks that train from it: 04_sft, 04a_ablation_runs, 06_ablations); how bin/reproduce hands on an
+  author's --data, --coldstart and --model.
   --out-dir is given relative to nbs/paper (where the notebooks run); --jobs defaults to 2 at smoke and cpu on a machine
   with two cores or more (each notebook's model work uses one thread), 1 at gpu and paper (one accelerator);
   SPECO3_JOBS overrides the default. DEST/cores says how many CPU threads each running notebook may use, so one that
   runs alone trains on every core (speco3.profiles.share_cores). After a complete run (every paper notebook, each
   finished) the files under results/<target>/ and figures/ that it did not rewrite are removed (speco3.reproduce.stale_outputs)."""
-import argparse, os, signal, sys
+import argparse, ast, json, os, signal, sys
 from pathlib import Path
 
 root = Path(__file__).resolve().parents[1]
@@ -19,12 +23,33 @@ def default_jobs(profile):
     if os.environ.get("SPECO3_JOBS"): return int(os.environ["SPECO3_JOBS"])
     return min(2, os.cpu_count() or 1) if profile in ("smoke", "cpu") else 1
 
+ONLY = {"model": ("04_sft", "04a_ablation_runs", "06_ablations")}  # a name that means another thing elsewhere (10_general_vlms: a served model)
+
+def declared(notebook):
+    "The parameter names a notebook's `parameters` cell assigns."
+    cells = json.loads(Path(notebook).read_text())["cells"]
+    src = next(("".join(c["source"]) for c in cells if "parameters" in c.get("metadata", {}).get("tags", [])), "")
+    return {t.id for node in ast.parse(src).body if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)}
+
+def extra_params(name, notebook, params):
+    "papermill -p arguments of `params` ({NAME: VALUE}) that this notebook takes."
+    have = declared(notebook)
+    return [x for k, v in params.items() if k in have and name in ONLY.get(k, (name,)) for x in ("-p", k, v)]
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--profile", required=True); p.add_argument("--out-dir", required=True); p.add_argument("--dest", required=True)
     p.add_argument("--jobs", type=int); p.add_argument("--keep"); p.add_argument("--summary"); p.add_argument("--inline-figures", action="store_true")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
     p.add_argument("notebooks", nargs="*")
     a = p.parse_args()
+    if bad := [x for x in a.param if "=" not in x]: sys.exit(f"run_papers: --param {bad[0]!r} is not NAME=VALUE")
+    params = dict(x.split("=", 1) for x in a.param)
+    given = {k: params[v] for k, v in (("data", "data_dir"), ("coldstart", "coldstart_dir"), ("model", "model")) if v in params}
+    if given:  # an author's inputs: checked before any notebook starts (a wrong folder costs seconds, not a training run)
+        from speco3.reproduce import check_inputs
+        try: print("inputs: " + json.dumps(check_inputs(**given)), flush=True)
+        except (OSError, ValueError) as e: sys.exit(f"run_papers: {e}")
     paper = root / "nbs" / "paper"
     names = [Path(n).stem for n in a.notebooks] or sorted(f.stem for f in paper.glob("[0-9]*.ipynb"))
     if absent := [n for n in names if not (paper / f"{n}.ipynb").exists()]: sys.exit(f"run_papers: no notebook {', '.join(absent)} in nbs/paper")
@@ -34,7 +59,8 @@ def main():
     if a.inline_figures: env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"  # figures kept in the executed notebook
     rel = lambda path: os.path.relpath(path, root)  # the commands run in the repository: no machine path enters the notebooks' metadata
     commands = {n: ["papermill", f"nbs/paper/{n}.ipynb", rel(dest / f"{n}.ipynb"), "-p", "profile", a.profile, "-p", "out_dir", a.out_dir,
-                    "-k", "python3", "--cwd", "nbs/paper", "--log-level", "WARNING", "--no-progress-bar"] for n in names}
+                    "-k", "python3", "--cwd", "nbs/paper", "--log-level", "WARNING", "--no-progress-bar",
+                    *extra_params(n, paper / f"{n}.ipynb", params)] for n in names}
     print(f"{len(names)} paper notebooks at profile {a.profile}, {jobs} at a time; executed notebooks and logs in {rel(dest)}/", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # killed: run_plan stops the notebooks it started, kernels included
     out = run_plan(commands, plan, jobs=jobs, log_dir=dest, env=env, cwd=root, alone=PAPER_ALONE, say=lambda s: print(s, flush=True),
