@@ -50,15 +50,22 @@ def _check_task(items, task):
     raise ValueError(f"--task {task} contradicts the task the rows carry ({said} rows); drop --task, or give inputs of task {task}")
 
 def _policy_options(a):
-    "Constructor options from --timeout/--retries, which only a server (openai:) policy has."
-    kw = {k: v for k, v in (("timeout", a.timeout), ("max_retries", a.retries)) if v is not None}
-    if kw and not a.policy.startswith("openai:"): raise ValueError(f"--timeout and --retries apply to openai:<model> policies, not {a.policy}")
+    "Constructor options from --timeout/--retries/--concurrency, which only a server (openai:) policy has."
+    kw = {k: v for k, v in (("timeout", a.timeout), ("max_retries", a.retries), ("max_concurrency", a.concurrency)) if v is not None}
+    if kw and not a.policy.startswith("openai:"):
+        raise ValueError(f"--timeout, --retries and --concurrency apply to openai:<model> policies, not {a.policy}")
+    if a.jobs > 1 and a.policy != "scripted" and not a.policy.startswith("openai:"):
+        raise ValueError(f"--jobs applies to the scripted and openai:<model> policies, not {a.policy}; a local model batches on its device (--batch-size)")
     return kw
 
 def _vet(a):
+    from functools import partial
     from speco3.agent import run, sample_id
     items = _vet_items(a)
-    summary = run(items, make_policy(a.policy, **_policy_options(a)), a.out, task=a.task, batch_size=a.batch_size,
+    kw = _policy_options(a)
+    policy = make_policy(a.policy, **kw)
+    batch = max(a.batch_size, a.concurrency or 0)  # a batch holds at least --concurrency samples, so that many requests can be in flight
+    summary = run(items, policy, a.out, task=a.task, batch_size=batch, jobs=a.jobs, worker_policy=partial(make_policy, a.policy, **kw),
                   progress=not a.quiet, style=a.style, max_tool_calls=a.max_tool_calls, restart=a.restart, skip_failed=a.skip_failed)
     _write_tables(a.out)
     return _closing(a.out, [sample_id(i) for i in items], summary.get("n_retried", 0))
@@ -176,6 +183,8 @@ def _add_vet(sub):
     v.add_argument("--skip-failed", action="store_true", help="do not retry samples that failed before (unreadable, policy errors)")
     v.add_argument("--timeout", type=_positive, help=f"openai: seconds a request may take in all, reply included (default {TIMEOUT})")
     v.add_argument("--retries", type=_at_least(0), help=f"openai: further attempts after a failed request (default {MAX_RETRIES})")
+    v.add_argument("--concurrency", type=_at_least(1), help="openai: requests in flight per worker process (default 8); batches grow to hold as many samples")
+    v.add_argument("--jobs", type=_at_least(1), default=1, help="worker processes on this machine (default 1); records are written in input order all the same")
     v.set_defaults(run=_vet)
 
 # %% ../nbs/91_cli.ipynb #d7392710
