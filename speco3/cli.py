@@ -32,15 +32,20 @@ def make_policy(spec:str, # "scripted", "openai:<model>", or a local model folde
 
 # %% ../nbs/91_cli.ipynb #5e137dab
 def _vet_items(a):
-    "The samples a `vet` command names: a benchmark folder's rows, or every science target / row of the given files."
-    from speco3.agent import load_samples, expand_inputs, pick_targets
-    if len(a.inputs) == 1 and Path(a.inputs[0]).is_dir():
+    "The samples a `vet` command names: a benchmark folder's rows, or every science target / row of the given files and manifest (a `Stream`)."
+    from speco3.agent import load_samples, pick_targets
+    from speco3.inputs import stream_inputs
+    if not a.inputs and a.manifest is None: raise ValueError("no inputs: give spectrum files, a benchmark folder or table, or --manifest LIST")
+    if a.manifest is not None and Path(a.manifest).is_dir() and Path(a.manifest).resolve() in (Path(a.out).resolve(), *Path(a.out).resolve().parents):
+        raise ValueError(f"--out {a.out} is inside the folder --manifest {a.manifest} walks (its outputs would become inputs); put the run folder elsewhere")
+    if a.manifest is None and len(a.inputs) == 1 and Path(a.inputs[0]).is_dir():
         items = pick_targets(load_samples(a.inputs[0], task=a.task, split=a.split), a.target)
-    else: items = expand_inputs(a.inputs, targets=a.target)
+        items = items[:a.limit] if a.limit else items
+    else: items = stream_inputs(a.inputs, manifest=a.manifest, targets=a.target, limit=a.limit)  # read lazily, tables by row group
     if a.task is None and not all(isinstance(i, dict) and i.get("data_source") for i in items):
         raise ValueError("--task is required for spectrum files and tables without a data_source column (e.g. --task cv)")
     _check_task(items, a.task)
-    return items[:a.limit] if a.limit else items
+    return items
 
 def _check_task(items, task):
     "Refuse a --task that contradicts the task rows carry themselves (it would vet and score them as another task)."
@@ -68,7 +73,7 @@ def _vet(a):
     summary = run(items, policy, a.out, task=a.task, batch_size=batch, jobs=a.jobs, worker_policy=partial(make_policy, a.policy, **kw),
                   progress=not a.quiet, style=a.style, max_tool_calls=a.max_tool_calls, restart=a.restart, skip_failed=a.skip_failed)
     _write_tables(a.out)
-    return _closing(a.out, [sample_id(i) for i in items], summary.get("n_retried", 0))
+    return _closing(a.out, {sample_id(i) for i in items}, summary.get("n_retried", 0))
 
 # %% ../nbs/91_cli.ipynb #daa0b694
 def _write_tables(run_dir): # a `speco3 vet` run folder
@@ -168,7 +173,9 @@ def _add_vet(sub):
     from speco3.agent import BATCH_SIZE
     from speco3.remote import TIMEOUT, MAX_RETRIES
     v = sub.add_parser("vet", help="vet spectra (files, a SpecVI-Bench folder or parquet file) with a policy")
-    v.add_argument("inputs", nargs="+", help="spectrum files, or one benchmark folder / parquet file")
+    v.add_argument("inputs", nargs="*", help="spectrum files, or one benchmark folder / parquet file")
+    v.add_argument("--manifest", metavar="LIST", help="a text file of paths (one a line), a parquet table with a 'path' column, "
+                   "or a folder to walk; read as a stream, for lists too long for the command line")
     v.add_argument("--task", choices=PAPER_TASKS + OOD_TASKS, help="task key; benchmark rows carry their own")
     v.add_argument("--split", help="for a benchmark folder: train or test")
     v.add_argument("--policy", default="scripted", help="scripted | openai:<model> | <model folder or hub id> (default: scripted)")

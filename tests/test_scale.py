@@ -81,3 +81,44 @@ def test_kill_9_mid_run_then_resume_loses_and_duplicates_nothing(reference, tmp_
     assert images(run) == images(reference)
     summary = json.loads((run / "summary.json").read_text())
     assert (summary["n_resumed"], summary["n_run"]) == (n_killed, 40 - n_killed)
+
+
+RAW = real_spectra_dir() / "raw"
+
+
+def test_manifest_text_parquet_and_folder_vet_the_same_files(tmp_path, capsys):
+    files = sorted(str(p) for p in (RAW / "lamost").glob("*.fits"))[:3]
+    text = tmp_path / "list.txt"
+    text.write_text("# three LAMOST files\n" + "\n".join(files) + "\n")
+    import pyarrow as pa, pyarrow.parquet as pq
+    pq.write_table(pa.table({"path": files}), tmp_path / "list.parquet")
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    for f in files: (folder / Path(f).name).symlink_to(f)
+    (folder / "notes.md").write_text("not a spectrum\n")
+    runs = {}
+    for name, manifest in (("text", text), ("parquet", tmp_path / "list.parquet"), ("folder", folder)):
+        runs[name] = tmp_path / "runs" / name
+        assert main(["vet", "--manifest", str(manifest), "--out", str(runs[name]), "--style", "fast", *VET[:4], "--quiet"]) == 0
+    assert [untimed(r) for r in records(runs["parquet"])] == [untimed(r) for r in records(runs["text"])]
+    assert [r["sample_id"] for r in records(runs["folder"])] == sorted(Path(f).name for f in files)
+    assert capsys.readouterr().out.splitlines()[-1].startswith("vetted 3 of 3: ")
+    assert main(["vet", "--manifest", str(folder), "--out", str(folder / "run"), *VET[:4]]) == 1   # its outputs would be inputs
+    assert capsys.readouterr().err.startswith(f"speco3 vet: --out {folder}/run is inside the folder --manifest {folder} walks")
+    assert not (folder / "run").exists()
+
+
+def test_manifest_limit_and_bad_manifests(tmp_path, capsys):
+    text = tmp_path / "list.txt"
+    text.write_text("".join(f"missing-{i}.fits\n" for i in range(1000)) + f"{TABLE}\n")
+    assert main(["vet", "--manifest", str(text), "--limit", "5", "--out", str(tmp_path / "run"), *VET]) == 1
+    assert [r["sample_id"] for r in records(tmp_path / "run")] == [f"missing-{i}.fits" for i in range(5)]
+    assert f"speco3 vet: unreadable: {tmp_path}/missing-0.fits: no such file" in capsys.readouterr().err
+    (tmp_path / "empty.txt").write_text("\n# nothing here\n")
+    for manifest, why in ((tmp_path / "nope.txt", f"manifest {tmp_path}/nope.txt: no such file or folder"),
+                          (tmp_path / "empty.txt", f"manifest {tmp_path}/empty.txt: lists no inputs")):
+        assert main(["vet", "--manifest", str(manifest), "--out", str(tmp_path / "r2"), *VET]) == 1
+        assert capsys.readouterr().err.strip() == f"speco3 vet: {why}"
+    assert main(["vet", "--out", str(tmp_path / "r3"), *VET]) == 1
+    assert capsys.readouterr().err.strip().startswith("speco3 vet: no inputs: ")
+    assert not (tmp_path / "r2").exists() and not (tmp_path / "r3").exists()
