@@ -469,8 +469,9 @@ def _alive(pid):
     except PermissionError: pass
     return True
 
-def _worker_init(policy, task, opts, out, parent):
-    "Set up a worker: build the run's policy (a factory is called), keep its options, and end the process at once if the run dies (kill -9)."
+def _worker_init(policy, task, opts, out, parent, env):
+    "Set up a worker: the run's environment, its policy (a factory is called), its options; end the process at once if the run dies (kill -9)."
+    os.environ.clear(); os.environ.update(env)   # the run's, not the older one of the server process it was forked from
     _WORKER.update(policy=policy if isinstance(policy, Policy) else policy(), task=task, opts=opts, out=Path(out))
     ppid = os.getppid()
     def watch():
@@ -503,7 +504,7 @@ def _in_workers(batches, # an iterable of lists of items
                 policy, task, opts, out, make=None):
     "Records of each batch, in the batches' order, vetted by `jobs` processes with at most 2·jobs batches in flight."
     pool = ProcessPoolExecutor(jobs, mp_context=_context(), initializer=_worker_init,
-                               initargs=(_portable(policy, make), task, opts, str(out), os.getpid()))
+                               initargs=(_portable(policy, make), task, opts, str(out), os.getpid(), dict(os.environ)))
     window = deque()
     try:
         for b in batches:

@@ -122,3 +122,19 @@ def test_manifest_limit_and_bad_manifests(tmp_path, capsys):
     assert main(["vet", "--out", str(tmp_path / "r3"), *VET]) == 1
     assert capsys.readouterr().err.strip().startswith("speco3 vet: no inputs: ")
     assert not (tmp_path / "r2").exists() and not (tmp_path / "r3").exists()
+
+
+def test_concurrency_sets_requests_in_flight_of_a_served_model(tmp_path, monkeypatch, capsys):
+    from test_remote import serve, say, ANSWER_TEXT
+    from speco3.remote import ENV_BASE_URL, ENV_API_KEY
+    args = ["vet", str(TABLE), "--limit", "12", "--task", "cv", "--policy", "openai:spec-o3-test", "--style", "fast", "--quiet"]
+    with serve(lambda body, n: ("sleep", 0.5, say(ANSWER_TEXT))) as fake:
+        monkeypatch.setenv(ENV_BASE_URL, fake.url); monkeypatch.setenv(ENV_API_KEY, "sk-test-0123456789")
+        assert main([*args, "--out", str(tmp_path / "c12"), "--concurrency", "12", "--timeout", "10", "--retries", "0"]) == 0
+        assert fake.max_in_flight == 12            # the default would allow 8, and batches of 8
+        fake.max_in_flight = 0
+        assert main([*args, "--out", str(tmp_path / "j2"), "--concurrency", "3", "--jobs", "2"]) == 0
+        assert 3 < fake.max_in_flight <= 6         # two workers, three requests each at most
+    same = lambda run: [{**untimed(r), "policy": None} for r in records(run)]   # the policy's runtime settings differ, by design
+    assert same(tmp_path / "j2") == same(tmp_path / "c12") and {r["prediction"] for r in records(tmp_path / "j2")} == {"YES"}
+    assert json.loads((tmp_path / "c12" / "run_config.json").read_text()) == json.loads((tmp_path / "j2" / "run_config.json").read_text())
