@@ -4,8 +4,13 @@
 
 # %% ../nbs/09_agent.ipynb #b828b303
 from __future__ import annotations
-import hashlib, json, os, re, shutil, time
+import hashlib, json, os, re, shutil, threading, time
+import multiprocessing as mp
+from collections import deque
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, asdict
+from itertools import islice
 from pathlib import Path
 import numpy as np
 from .spectrum import Spectrum, SpectrumError
@@ -371,7 +376,7 @@ def _claim(out, config, restart):
 # %% ../nbs/09_agent.ipynb #f4a45862
 BATCH_SIZE = 8  # samples `run` inspects together by default
 
-def run(samples, # items `as_sample` accepts (see `load_samples`)
+def run(samples, # items `as_sample` accepts (see `load_samples`): a list, or anything iterable twice (a `Stream`)
         policy:Policy, # the policy that vets them
         out_dir, # run folder: trajectories.jsonl, images/, summary.json
         task=None, # task key for items that do not carry one
@@ -379,6 +384,8 @@ def run(samples, # items `as_sample` accepts (see `load_samples`)
         progress=True, # show a progress bar
         restart=False, # empty a run folder made for another run (or this one) and start over
         skip_failed=False, # keep earlier read_error/policy_error records instead of retrying those samples
+        jobs=1, # worker processes vetting batches side by side; the records are written in input order all the same
+        worker_policy=None, # for jobs > 1: a picklable function returning the policy, when the policy itself does not pickle
         **kw # passed to `inspect_batch`: max_tool_calls, style, guidelines, zoom, alpha, seed
        ) -> dict:
     "Vet every sample, appending records to `out_dir/trajectories.jsonl`; resumes a killed run of the same settings, retrying failed samples. Returns the summary."
@@ -386,39 +393,60 @@ def run(samples, # items `as_sample` accepts (see `load_samples`)
     if extra := sorted(set(kw) - set(opts)): raise TypeError(f"run: unknown option(s) {', '.join(extra)}")
     opts.update(kw)
     if int(batch_size) < 1: raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    if int(jobs) < 1: raise ValueError(f"jobs must be >= 1, got {jobs}")
     if int(opts["max_tool_calls"]) < 0: raise ValueError(f"max_tool_calls must be >= 0, got {opts['max_tool_calls']}")
-    ids = [sample_id(s) for s in samples]
-    dup = {i for i in ids if ids.count(i) > 1} if len(set(ids)) != len(ids) else set()
-    if dup: raise ValueError(f"duplicate sample ids {sorted(dup)[:5]}: each sample needs its own id to resume safely")
+    if iter(samples) is samples: samples = list(samples)  # a one-shot iterator: it is read twice (ids, then the work)
+    ids = _ids(samples)
     with run_lock(out_dir):  # one writer per run folder
-        return _run_locked(samples, ids, policy, Path(out_dir), task, int(batch_size), progress, restart, skip_failed, opts, kw)
+        return _run_locked(samples, ids, policy, Path(out_dir), task, int(batch_size), progress, restart, skip_failed, opts, kw, int(jobs), worker_policy)
 
-def _run_locked(samples, ids, policy, out, task, batch_size, progress, restart, skip_failed, opts, kw):
+def _ids(samples):
+    "The set of ids of `samples` (one pass, nothing read but names); a duplicate id is an error."
+    seen, dup = set(), set()
+    for s in samples:
+        i = sample_id(s)
+        if i in seen: dup.add(i)
+        seen.add(i)
+    if dup: raise ValueError(f"duplicate sample ids {sorted(dup)[:5]}: each sample needs its own id to resume safely")
+    return seen
+
+def _batches(items, n):
+    "Lists of up to `n` consecutive items of an iterable."
+    it = iter(items)
+    while chunk := list(islice(it, n)): yield chunk
+
+def _vet_batch(items, task, policy, opts, out):
+    "The records of one batch of items, in order (images written under `out`); an unreadable item is a read_error record."
+    started = [_guarded(item, task, policy, opts) for item in items]
+    runs = [r for r in started if isinstance(r, _Run)]
+    trajs = iter(_drive(runs, policy, opts["style"], opts["seed"], opts["alpha"]) if runs else [])
+    return [r if isinstance(r, dict) else next(trajs).to_record(out) for r in started]
+
+def _run_locked(samples, ids, policy, out, task, batch_size, progress, restart, skip_failed, opts, kw, jobs, make):
     "The body of `run`, holding the folder's lock."
     from tqdm.auto import tqdm
     _claim(out, _run_config(policy, task, kw), restart)
     done, retry = _finished(out / "trajectories.jsonl", ids, skip_failed)
-    todo = [s for s, i in zip(samples, ids) if i not in done]
+    n_resumed = len(ids & done)
+    todo = (s for s in samples if sample_id(s) not in done)  # streamed: the items are never all in memory
+    batches = _batches(todo, batch_size)
+    results = (_vet_batch(b, task, policy, opts, out) for b in batches) if jobs == 1 else _in_workers(batches, jobs, policy, task, opts, out, make)
     t0, stats = time.perf_counter(), dict(model_s=0.0, tool_s=0.0, n=0)
-    with tqdm(total=len(samples), initial=len(samples) - len(todo), disable=not progress, desc=f"vetting ({policy.name})") as bar:
-        for k in range(0, len(todo), batch_size):
-            started = [_guarded(item, task, policy, opts) for item in todo[k:k + batch_size]]
-            runs = [r for r in started if isinstance(r, _Run)]
-            trajs = iter(_drive(runs, policy, opts["style"], opts["seed"], opts["alpha"]) if runs else [])
-            records = [r if isinstance(r, dict) else next(trajs).to_record(out) for r in started]
+    with tqdm(total=len(ids), initial=n_resumed, disable=not progress, desc=f"vetting ({policy.name})") as bar:
+        for records in results:
             for r in records:
                 if "timings" in r: stats["model_s"] += r["timings"]["model_s"]; stats["tool_s"] += r["timings"]["tool_s"]; stats["n"] += 1
             append_jsonl(out / "trajectories.jsonl", records)
-            bar.update(len(started))
-    wall = time.perf_counter() - t0
-    summary = dict(policy=policy.describe(), n_samples=len(samples), n_resumed=len(samples) - len(todo), n_run=len(todo),
-                   n_retried=len(retry), wall_s=round(wall, 3), spectra_per_s=round(stats["n"] / wall, 3) if stats["n"] and wall > 0 else None,
+            bar.update(len(records))
+    wall, n_run = time.perf_counter() - t0, len(ids) - n_resumed
+    summary = dict(policy=policy.describe(), n_samples=len(ids), n_resumed=n_resumed, n_run=n_run, n_retried=len(retry), jobs=jobs,
+                   wall_s=round(wall, 3), spectra_per_s=round(stats["n"] / wall, 3) if stats["n"] and wall > 0 else None,
                    model_s=round(stats["model_s"], 3), tool_s=round(stats["tool_s"], 3), style=opts["style"])
-    summary["passes"] = _passes(out / "summary.json") + ([_pass(summary)] if todo else [])
+    summary["passes"] = _passes(out / "summary.json") + ([_pass(summary)] if n_run else [])
     atomic_write(out / "summary.json", json.dumps(summary, indent=1))
     return summary
 
-def _pass(s): return {k: s.get(k) for k in ("n_run", "wall_s", "spectra_per_s", "model_s", "tool_s")}
+def _pass(s): return {k: s.get(k) for k in ("n_run", "jobs", "wall_s", "spectra_per_s", "model_s", "tool_s")}
 
 def _passes(path):
     "The passes an earlier `summary.json` recorded (the throughput of each pass that vetted something), or []."
@@ -433,3 +461,58 @@ def read_trajectories(out_dir # a `run` folder
     path = Path(out_dir) / "trajectories.jsonl"
     if not path.exists(): raise FileNotFoundError(f"{out_dir}: no trajectories.jsonl (not a run folder?)")
     return read_jsonl(path, require=("sample_id",))
+
+# %% ../nbs/09_agent.ipynb #a1b2c3d5
+_WORKER = {}  # in a worker process: the policy and options of the run it serves
+
+def _alive(pid):
+    try: os.kill(pid, 0)
+    except ProcessLookupError: return False
+    except PermissionError: pass
+    return True
+
+def _worker_init(policy, task, opts, out, parent, env):
+    "Set up a worker: the run's environment, its policy (a factory is called), its options; end the process at once if the run dies (kill -9)."
+    os.environ.clear(); os.environ.update(env)   # the run's, not the older one of the server process it was forked from
+    _WORKER.update(policy=policy if isinstance(policy, Policy) else policy(), task=task, opts=opts, out=Path(out))
+    ppid = os.getppid()
+    def watch():
+        while os.getppid() == ppid and _alive(parent): time.sleep(0.5)
+        os._exit(1)   # orphaned: the run was killed; a resume redoes what this worker had not handed back
+    threading.Thread(target=watch, daemon=True, name="speco3-orphan-watch").start()
+
+def _worker_batch(items):
+    "One batch vetted in a worker: its records (its images are written by the worker itself)."
+    w = _WORKER
+    return _vet_batch(items, w["task"], w["policy"], w["opts"], w["out"])
+
+def _context():
+    "Fresh worker processes: forked from a clean server process where there is one (a fork of this process would share its open font files), else spawned."
+    if "forkserver" not in mp.get_all_start_methods(): return mp.get_context("spawn")
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["speco3.agent"])  # imported once in the server, not in every worker
+    return ctx
+
+def _portable(policy, make):
+    "What the workers build their policy from: `make` (a picklable factory) or the policy itself, checked to pickle."
+    import pickle
+    try: pickle.dumps(make or policy); return make or policy
+    except Exception as e:
+        raise ValueError(f"jobs > 1: the policy {policy.name} cannot be sent to worker processes ({type(e).__name__}: {e}); "
+                         "pass worker_policy=, a picklable function that builds it") from None
+
+def _in_workers(batches, # an iterable of lists of items
+                jobs, # worker processes
+                policy, task, opts, out, make=None):
+    "Records of each batch, in the batches' order, vetted by `jobs` processes with at most 2·jobs batches in flight."
+    pool = ProcessPoolExecutor(jobs, mp_context=_context(), initializer=_worker_init,
+                               initargs=(_portable(policy, make), task, opts, str(out), os.getpid(), dict(os.environ)))
+    window = deque()
+    try:
+        for b in batches:
+            window.append(pool.submit(_worker_batch, b))
+            if len(window) >= 2 * jobs: yield window.popleft().result()
+        while window: yield window.popleft().result()
+    except BrokenProcessPool as e:
+        raise ChildProcessError(f"a worker process died ({e}); run the same command again to resume") from None
+    finally: pool.shutdown(wait=not window, cancel_futures=True)  # interrupted: queued batches are dropped, not waited for

@@ -32,15 +32,20 @@ def make_policy(spec:str, # "scripted", "openai:<model>", or a local model folde
 
 # %% ../nbs/91_cli.ipynb #5e137dab
 def _vet_items(a):
-    "The samples a `vet` command names: a benchmark folder's rows, or every science target / row of the given files."
-    from speco3.agent import load_samples, expand_inputs, pick_targets
-    if len(a.inputs) == 1 and Path(a.inputs[0]).is_dir():
+    "The samples a `vet` command names: a benchmark folder's rows, or every science target / row of the given files and manifest (a `Stream`)."
+    from speco3.agent import load_samples, pick_targets
+    from speco3.inputs import stream_inputs
+    if not a.inputs and a.manifest is None: raise ValueError("no inputs: give spectrum files, a benchmark folder or table, or --manifest LIST")
+    if a.manifest is not None and Path(a.manifest).is_dir() and Path(a.manifest).resolve() in (Path(a.out).resolve(), *Path(a.out).resolve().parents):
+        raise ValueError(f"--out {a.out} is inside the folder --manifest {a.manifest} walks (its outputs would become inputs); put the run folder elsewhere")
+    if a.manifest is None and len(a.inputs) == 1 and Path(a.inputs[0]).is_dir():
         items = pick_targets(load_samples(a.inputs[0], task=a.task, split=a.split), a.target)
-    else: items = expand_inputs(a.inputs, targets=a.target)
+        items = items[:a.limit] if a.limit else items
+    else: items = stream_inputs(a.inputs, manifest=a.manifest, targets=a.target, limit=a.limit)  # read lazily, tables by row group
     if a.task is None and not all(isinstance(i, dict) and i.get("data_source") for i in items):
         raise ValueError("--task is required for spectrum files and tables without a data_source column (e.g. --task cv)")
     _check_task(items, a.task)
-    return items[:a.limit] if a.limit else items
+    return items
 
 def _check_task(items, task):
     "Refuse a --task that contradicts the task rows carry themselves (it would vet and score them as another task)."
@@ -50,18 +55,25 @@ def _check_task(items, task):
     raise ValueError(f"--task {task} contradicts the task the rows carry ({said} rows); drop --task, or give inputs of task {task}")
 
 def _policy_options(a):
-    "Constructor options from --timeout/--retries, which only a server (openai:) policy has."
-    kw = {k: v for k, v in (("timeout", a.timeout), ("max_retries", a.retries)) if v is not None}
-    if kw and not a.policy.startswith("openai:"): raise ValueError(f"--timeout and --retries apply to openai:<model> policies, not {a.policy}")
+    "Constructor options from --timeout/--retries/--concurrency, which only a server (openai:) policy has."
+    kw = {k: v for k, v in (("timeout", a.timeout), ("max_retries", a.retries), ("max_concurrency", a.concurrency)) if v is not None}
+    if kw and not a.policy.startswith("openai:"):
+        raise ValueError(f"--timeout, --retries and --concurrency apply to openai:<model> policies, not {a.policy}")
+    if a.jobs > 1 and a.policy != "scripted" and not a.policy.startswith("openai:"):
+        raise ValueError(f"--jobs applies to the scripted and openai:<model> policies, not {a.policy}; a local model batches on its device (--batch-size)")
     return kw
 
 def _vet(a):
+    from functools import partial
     from speco3.agent import run, sample_id
     items = _vet_items(a)
-    summary = run(items, make_policy(a.policy, **_policy_options(a)), a.out, task=a.task, batch_size=a.batch_size,
+    kw = _policy_options(a)
+    policy = make_policy(a.policy, **kw)
+    batch = max(a.batch_size, a.concurrency or 0)  # a batch holds at least --concurrency samples, so that many requests can be in flight
+    summary = run(items, policy, a.out, task=a.task, batch_size=batch, jobs=a.jobs, worker_policy=partial(make_policy, a.policy, **kw),
                   progress=not a.quiet, style=a.style, max_tool_calls=a.max_tool_calls, restart=a.restart, skip_failed=a.skip_failed)
     _write_tables(a.out)
-    return _closing(a.out, [sample_id(i) for i in items], summary.get("n_retried", 0))
+    return _closing(a.out, {sample_id(i) for i in items}, summary.get("n_retried", 0))
 
 # %% ../nbs/91_cli.ipynb #daa0b694
 def _write_tables(run_dir): # a `speco3 vet` run folder
@@ -161,7 +173,9 @@ def _add_vet(sub):
     from speco3.agent import BATCH_SIZE
     from speco3.remote import TIMEOUT, MAX_RETRIES
     v = sub.add_parser("vet", help="vet spectra (files, a SpecVI-Bench folder or parquet file) with a policy")
-    v.add_argument("inputs", nargs="+", help="spectrum files, or one benchmark folder / parquet file")
+    v.add_argument("inputs", nargs="*", help="spectrum files, or one benchmark folder / parquet file")
+    v.add_argument("--manifest", metavar="LIST", help="a text file of paths (one a line), a parquet table with a 'path' column, "
+                   "or a folder to walk; read as a stream, for lists too long for the command line")
     v.add_argument("--task", choices=PAPER_TASKS + OOD_TASKS, help="task key; benchmark rows carry their own")
     v.add_argument("--split", help="for a benchmark folder: train or test")
     v.add_argument("--policy", default="scripted", help="scripted | openai:<model> | <model folder or hub id> (default: scripted)")
@@ -176,6 +190,8 @@ def _add_vet(sub):
     v.add_argument("--skip-failed", action="store_true", help="do not retry samples that failed before (unreadable, policy errors)")
     v.add_argument("--timeout", type=_positive, help=f"openai: seconds a request may take in all, reply included (default {TIMEOUT})")
     v.add_argument("--retries", type=_at_least(0), help=f"openai: further attempts after a failed request (default {MAX_RETRIES})")
+    v.add_argument("--concurrency", type=_at_least(1), help="openai: requests in flight per worker process (default 8); batches grow to hold as many samples")
+    v.add_argument("--jobs", type=_at_least(1), default=1, help="worker processes on this machine (default 1); records are written in input order all the same")
     v.set_defaults(run=_vet)
 
 # %% ../nbs/91_cli.ipynb #d7392710
