@@ -80,13 +80,12 @@ def _write_tables(run_dir): # a `speco3 vet` run folder
     "Write predictions.csv (`speco3.metrics.write_predictions`) and, where the truth is known, metrics.json beside the trajectories; returns the metrics."
     from speco3.agent import read_trajectories
     from speco3.io import atomic_write
-    from speco3.metrics import predictions_frame, evaluate, write_predictions
-    from speco3.tasks import yes_no
+    from speco3.metrics import predictions_frame, evaluate, write_predictions, split_scored
     recs = read_trajectories(run_dir)
     write_predictions(Path(run_dir) / "predictions.csv", recs)
-    scored = [r for r in recs if yes_no(r.get("truth")) and r.get("task")]
+    scored, left_out = split_scored(recs)   # unreadable rows carry no truth: counted in metrics.json, not dropped silently
     if not scored: return None
-    metrics = evaluate(predictions_frame(scored), n_boot=1000, seed=0).to_dict()
+    metrics = evaluate(predictions_frame(scored), n_boot=1000, seed=0, left_out=left_out).to_dict()
     atomic_write(Path(run_dir) / "metrics.json", json.dumps(metrics, indent=1))
     return metrics
 

@@ -44,8 +44,9 @@ _FITS_SUFFIXES = (".fits", ".fit", ".fts", ".fits.gz", ".fit.gz", ".fts.gz")
 _TEXT_SUFFIXES = (".txt", ".csv", ".dat", ".tsv", ".asc", ".ascii", ".spec", ".tab")
 _PARQUET_SUFFIXES = (".parquet", ".pq")
 # which keyword options each layout understands; anything else given is an error, not silently ignored
-_OPTIONS = {"desi-coadd": {"index", "targetid"}, "sdss-coadd": {"exposure"},
-            "parquet": {"row", "id"}, "text": {"columns", "medium"}}
+_OPTIONS = {"desi-coadd": {"index", "targetid"}, "sdss-coadd": {"exposure"}, "lamost-coadd": {"row"},
+            "parquet": {"row", "id"}, "text": {"columns", "medium"}, "fits-table": {"row", "medium"},
+            "iraf-image": {"medium"}, "6dfgs": {"medium"}, "specutils": {"medium"}}
 
 def _oneline(x) -> str: return " ".join(str(x).split())
 
@@ -68,7 +69,7 @@ def _file_kind(path: Path) -> str:
     if name.endswith(_PARQUET_SUFFIXES): return "parquet"
     if name.endswith(_TEXT_SUFFIXES): return "text"
     raise SpectrumError(f"{path}: unknown file type (expected {', '.join(_FITS_SUFFIXES[:2])}(.gz), .parquet "
-                        f"or text {', '.join(_TEXT_SUFFIXES)})")
+                        f"or text {', '.join(_TEXT_SUFFIXES)}); a two-column CSV (wavelength in Å, flux) always works")
 
 def _existing(source) -> Path:
     path = Path(source)
@@ -102,7 +103,12 @@ def _read_fits(h, path, layout, opts) -> Spectrum:
     if layout == "lamost-coadd": return _read_lamost_coadd(h, path, layout, opts)
     if layout == "sdss-coadd": return _read_sdss(h, path, layout, opts)
     if layout == "desi-coadd": return _read_desi(h, path, layout, opts)
-    return _read_speco3_fits(h, path, layout, opts)
+    if layout == "speco3-fits": return _read_speco3_fits(h, path, layout, opts)
+    if layout == "6dfgs": return _read_6df(h, path, layout, opts)
+    if layout == "fits-table": return _read_table(h, path, layout, opts)
+    if layout == "iraf-image": return _read_iraf(h, path, layout, opts)
+    return _read_specutils(path, opts, why=f"unknown FITS layout (HDUs: {_hdu_shapes(h)}); not a LAMOST, SDSS/BOSS, DESI, "
+                           "6dFGS, IRAF-style image or wavelength/flux table")
 
 # %% ../nbs/01_io.ipynb #ba2daab2
 def read_spectrum(source, # path to a FITS/.fits.gz/parquet/text file, or a table row (dict or pandas Series)
@@ -110,10 +116,10 @@ def read_spectrum(source, # path to a FITS/.fits.gz/parquet/text file, or a tabl
                   index:int|None=None, # DESI coadd: fibre row in FIBERMAP (0-based)
                   targetid:int|None=None, # DESI coadd: TARGETID of the fibre
                   exposure:int|str|None=None, # SDSS/BOSS spec-full: per-exposure HDU (position or name); default coadd
-                  row:int|None=None, # parquet file: 0-based row number
+                  row:int|None=None, # parquet file, or a FITS table of several spectra (LAMOST coadd): 0-based row
                   id:str|None=None, # parquet file: value of the `id` column (or SpecVI `extra_info.name`)
                   columns:list|None=None, # text file: names of the columns, e.g. ["wavelength", "flux", "error"]
-                  medium:str|None=None, # text file: "vacuum" (default) or "air"
+                  medium:str|None=None, # text, table, IRAF, 6dF files: "vacuum" or "air" (default: the header, else the format's convention)
                   redshift:float|None=None, # override the redshift read from the source (meta notes it)
                  ) -> Spectrum:
     "Read one spectrum from any supported file or row; bad input raises a one-line `SpectrumError`."
@@ -189,9 +195,13 @@ def _fits_layout(h: fits.HDUList, path) -> str:
     if hdr.get("NAXIS") == 2 and 2 <= hdr.get("NAXIS2", 0) <= 9 and hdr.get("NAXIS1", 0) > 100 and (
             "COEFF0" in hdr or "LAMOST" in str(hdr.get("TELESCOP", "")).upper()):
         return "lamost-image" if _wavelength_row(h[0].data) else "lamost-dr1-image"
-    shapes = ", ".join(f"{x.name or f'HDU{k}'}{'' if x.data is None else list(np.shape(x.data))}" for k, x in enumerate(h))
-    raise SpectrumError(f"{path}: unknown FITS layout (HDUs: {shapes}); expected a LAMOST, SDSS/BOSS or DESI "
-                        "spectrum or a file written by write_fits")
+    if _6df_hdus(h): return "6dfgs"
+    if _spectral_table(h)[0] is not None: return "fits-table"
+    if _iraf_hdu(h) is not None: return "iraf-image"
+    return "specutils"   # the fallback: specutils' loaders, or an error that names the CSV route
+
+def _hdu_shapes(h) -> str:
+    return ", ".join(f"{x.name or f'HDU{k}'}{'' if x.data is None else list(np.shape(x.data))}" for k, x in enumerate(h))
 
 # %% ../nbs/01_io.ipynb #c3d09e70
 def _text(v) -> str | None:
@@ -260,10 +270,22 @@ def _read_lamost_image(h, path, layout, opts) -> Spectrum:
 def _read_lamost_coadd(h, path, layout, opts) -> Spectrum:
     d = h["COADD"].data
     if len(d) == 0: raise SpectrumError(f"{path}: COADD table has no rows")
+    i = _pick_row(len(d), opts.get("row"), path, "COADD")   # several rows: each is a spectrum, none is silently dropped
     cols = {c.upper() for c in d.columns.names}
-    ivar = d["IVAR"][0] if "IVAR" in cols else None
-    mask = d["ANDMASK"][0] != 0 if "ANDMASK" in cols else None
-    return _spectrum(d["WAVELENGTH"][0], d["FLUX"][0], ivar, mask, h[0].header.get("Z"), _lamost_meta(h[0].header, path, layout))
+    ivar = d["IVAR"][i] if "IVAR" in cols else None
+    mask = d["ANDMASK"][i] != 0 if "ANDMASK" in cols else None
+    meta = _lamost_meta(h[0].header, path, layout)
+    if len(d) > 1: meta.update(id=f"{meta['id']}#{i}", row=i)
+    return _spectrum(d["WAVELENGTH"][i], d["FLUX"][i], ivar, mask, h[0].header.get("Z"), meta)
+
+def _pick_row(n, row, path, what) -> int:
+    "The row to read from a table of `n` spectra: `row`, or 0 when it holds only one; several without `row=` is an error."
+    if row is None:
+        if n > 1: raise SpectrumError(f"{path}: {what} table holds {n} spectra; pass row= (0..{n - 1}) or read them all with read_spectra")
+        return 0
+    if not isinstance(row, (int, np.integer)) or isinstance(row, bool) or not 0 <= row < n:
+        raise SpectrumError(f"{path}: row {row!r} out of range ({what} table has {n} rows, 0..{n - 1})")
+    return int(row)
 
 # %% ../nbs/01_io.ipynb #b6599548
 def _first_row(h, name) -> dict:
@@ -428,9 +450,20 @@ def _read_desi(h, path, layout, opts) -> Spectrum:
     return _read_desi_fibre(h, path, _desi_fibre(h, path, opts["index"], opts["targetid"]))
 
 # %% ../nbs/01_io.ipynb #46db0c72
+_NO_OPTIONS = dict.fromkeys(("index", "targetid", "exposure", "row", "id", "columns", "medium"))
+
+def _spectra_in(h, path) -> int:
+    "How many spectra a FITS table of one spectrum per row holds (LAMOST coadd, a table of array cells); 1 otherwise."
+    layout = _fits_layout(h, path)
+    if layout == "lamost-coadd": return len(h["COADD"].data)
+    if layout == "fits-table":
+        x, cols = _spectral_table(h)
+        return len(x.data) if len(x.data) and np.ndim(x.data[cols["flux"]][0]) == 1 else 1
+    return 1
+
 def read_spectra(source, # path to any file `read_spectrum` reads
                 ) -> list[Spectrum]:
-    "All spectra in a file: the science targets of a DESI coadd, every row of a parquet file, else the one spectrum."
+    "All spectra in a file: the science targets of a DESI coadd, every row of a parquet file or FITS table of spectra, else the one."
     try:
         path = _existing(source)
         kind = _file_kind(path)
@@ -445,6 +478,8 @@ def read_spectra(source, # path to any file `read_spectrum` reads
                     try: out.append(_read_desi_fibre(h, path, int(i)))
                     except SpectrumError as e: warnings.warn(f"skipped: {e}")
                 return out
+            if (n := _spectra_in(h, path)) > 1:
+                return [_read_fits(h, path, _fits_layout(h, path), {**_NO_OPTIONS, "row": r}) for r in range(n)]
     except SpectrumError: raise
     except _READ_ERRORS as e:
         raise SpectrumError(f"{source}: could not read ({type(e).__name__}: {_oneline(e)})") from e
@@ -626,6 +661,251 @@ def _read_text(path: Path, columns=None, medium=None) -> Spectrum:
     used = {k: names[i] for k, i in pos.items()}
     meta = _base_meta(path, "text", id=path.stem, object=path.stem, medium=medium or "vacuum", text_columns=used)
     return _spectrum(a[:, pos["wavelength"]], a[:, pos["flux"]], ivar, mask, 0.0, meta)
+
+# %% ../nbs/01_io.ipynb #2d09e56f
+# spellings of wavelength units met in headers that astropy does not parse as written (IRAF, 6dF, CALSPEC)
+_WAVE_ALIASES = {"angstrom": "Angstrom", "angstroms": "Angstrom", "a": "Angstrom", "aa": "Angstrom", "ang": "Angstrom",
+                 "angs": "Angstrom", "0.1nm": "Angstrom", "nm": "nm", "nanometer": "nm", "nanometers": "nm",
+                 "um": "micron", "µm": "micron", "μm": "micron", "micron": "micron", "microns": "micron", "micrometer": "micron"}
+_LOG_UNIT = re.compile(r"^(?:log10|log|dex)\s*\(?\s*(.*?)\s*\)?$", re.I)
+
+def _wave_unit(text, source) -> tuple[float, bool, str]:
+    "(factor to Å, whether values are log10, unit as read) for a wavelength unit string; None/empty means Å."
+    raw = _text(text)
+    if raw is None: return 1.0, False, "Angstrom (no unit in the file; assumed)"
+    s, log = raw, False
+    if m := _LOG_UNIT.match(s.replace("_", "")):
+        s, log = m.group(1) or "Angstrom", True
+    s = _WAVE_ALIASES.get(s.lower().replace(" ", ""), s)
+    try:
+        from astropy import units as u
+        factor = float(u.Unit(s).to(u.AA))
+    except (ValueError, TypeError, AttributeError) as e:
+        raise SpectrumError(f"{source}: wavelength unit {raw!r} is not a length unit speco3 can convert to Å") from e
+    return factor, log, raw
+
+def _angstrom(values, unit, source) -> tuple[np.ndarray, dict]:
+    "Wavelengths in Å from `values` in `unit` (Å, nm, µm, log10 Å, …), and meta facts saying what was converted."
+    factor, log, raw = _wave_unit(unit, source)
+    w = np.asarray(values, dtype=float)
+    if log: w = 10.0 ** w
+    return w * factor, {"wave_unit": raw}
+
+def _medium(hdr, opts, path, default="vacuum", why="assumed") -> tuple[str, str]:
+    "(medium, where it came from): the `medium=` option, else the header (AIRORVAC, VACUUM, CTYPE1 AWAV/WAVE), else `default`."
+    if (m := opts.get("medium")) is not None:
+        if m not in ("vacuum", "air"): raise SpectrumError(f"{path}: medium must be 'vacuum' or 'air', got {m!r}")
+        return m, "medium= option"
+    aov = (_text(hdr.get("AIRORVAC")) or "").lower()
+    if aov.startswith(("air", "vac")): return ("air" if aov.startswith("air") else "vacuum"), "header AIRORVAC"
+    if isinstance(hdr.get("VACUUM"), bool): return ("vacuum" if hdr["VACUUM"] else "air"), "header VACUUM"
+    ctype = (_text(hdr.get("CTYPE1")) or "").upper()
+    if ctype.startswith(("AWAV", "WAVE")): return ("air" if ctype.startswith("AWAV") else "vacuum"), "header CTYPE1"
+    return default, why
+
+
+# %% ../nbs/01_io.ipynb #8c01c5a4
+_6DF_KEYS = ("OBSRA", "OBSDEC", "Z", "Z_HELIO", "QUALITY")
+
+def _6df_hdus(h) -> list[int]:
+    "Positions of the spectrum extensions of a 6dFGS file (2-D images of 3 rows, V and R, or 4 rows, VR, with the 6dF keys)."
+    return [k for k, x in enumerate(h) if k > 0 and isinstance(x, fits.ImageHDU) and x.data is not None
+            and x.data.ndim == 2 and x.data.shape[0] in (3, 4) and all(key in x.header for key in _6DF_KEYS)]
+
+def _read_6df(h, path, layout, opts) -> Spectrum:
+    "The first combined (VR) spectrum of a 6dFGS file: rows flux, variance, sky and (VR only) wavelength."
+    ks = _6df_hdus(h)
+    k = next((k for k in ks if h[k].data.shape[0] == 4), ks[0])   # VR spliced; an orphan V or R frame otherwise
+    x = h[k]
+    hdr, d = x.header, np.asarray(x.data, dtype=float)
+    wave = d[3] if d.shape[0] == 4 else _iraf_wavelength(hdr, d.shape[1], path)[0]
+    wave, facts = _angstrom(wave, _text(hdr.get("CUNIT1")), path)
+    var = d[1]
+    ok = np.isfinite(var) & (var > 0)
+    ivar = np.where(ok, 1 / np.where(ok, var, 1), 0.0)
+    medium, msrc = _medium(hdr, opts, path, "air", "assumed (6dFGS)")
+    name = _text(hdr.get("TARGETNAME")) or _text(h[0].header.get("TARGETNAME")) or Path(path).name.split(".")[0]
+    meta = _base_meta(path, layout, id=f"6dFGS:{name}", object=name, survey="6dFGS", medium=medium, medium_source=msrc,
+                      ra=_num(hdr.get("OBSRA")), dec=_num(hdr.get("OBSDEC")), flux_unit="counts", extension=k,
+                      frame="VR" if d.shape[0] == 4 else "single", quality=hdr.get("QUALITY"), n_observations=len(ks) // 3 or 1, **facts)
+    z, q = _num(hdr.get("Z")), _num(hdr.get("QUALITY"))
+    if z is not None and q is not None and q < 3:   # 6dFGS quality 1–2: no reliable redshift (3–4 good, 6 a star)
+        meta["redshift_note"] = f"6dFGS QUALITY = {q:g}: redshift not reliable"
+        z = None
+    return _spectrum(wave, d[0], ivar, None, z, meta)
+
+
+# %% ../nbs/01_io.ipynb #a2c87695
+def _table_columns(names) -> dict:
+    "kind -> column name for a FITS table (wavelength, flux, error, ivar; `loglam` counts as a wavelength in log10 Å)."
+    pos = {}
+    for nm in names:
+        k = "wavelength" if nm.lower() in ("loglam", "log_lambda", "logwave") else _kind(nm)
+        if k and k not in pos: pos[k] = nm
+    return pos
+
+def _spectral_table(h):
+    "(HDU, columns) of the first binary table with a wavelength and a flux column, or (None, None)."
+    for x in h:
+        if isinstance(x, fits.BinTableHDU) and {"wavelength", "flux"} <= (cols := _table_columns(x.columns.names)).keys():
+            return x, cols
+    return None, None
+
+def _read_table(h, path, layout, opts) -> Spectrum:
+    "A spectrum from a binary table: one pixel per row (CALSPEC, Gunn–Stryker), or one spectrum per row of array cells."
+    x, cols = _spectral_table(h)
+    d, hdr = x.data, {**h[0].header, **x.header}
+    if len(d) == 0: raise SpectrumError(f"{path}: table {x.name} has no rows")
+    vector = np.ndim(d[cols["flux"]][0]) == 1
+    if vector:   # one spectrum per row: pick one, never silently the first of several
+        i = _pick_row(len(d), opts.get("row"), path, x.name)
+        get = lambda c: np.asarray(d[c][i], dtype=float)
+    else:
+        if opts.get("row") is not None: raise SpectrumError(f"{path}: row= given but table {x.name} holds one spectrum (one pixel per row)")
+        get = lambda c: np.asarray(d[c], dtype=float)
+    unit = lambda c: _text(x.columns[c].unit)
+    name = cols["wavelength"]
+    wunit = unit(name) or ("log(Angstrom)" if name.lower() in ("loglam", "log_lambda", "logwave") else None)
+    wave, facts = _angstrom(get(name), wunit, f"{path}: column {name}")
+    flux, ivar, mask = get(cols["flux"]), None, None
+    if "ivar" in cols: ivar = get(cols["ivar"])
+    elif "error" in cols:
+        err = get(cols["error"])
+        ok = np.isfinite(err) & (err > 0)
+        ivar = np.where(ok, 1 / np.where(ok, err, 1) ** 2, 0.0)
+    if "DATAQUAL" in {c.upper() for c in x.columns.names} and not vector:   # CALSPEC: 1 good, 0 bad
+        mask = np.asarray(d["DATAQUAL"]) == 0
+    if wave.size > 1 and (np.diff(wave) < 0).all():   # a table stored red to blue
+        wave, flux = wave[::-1], flux[::-1]
+        ivar, mask = (None if a is None else a[::-1] for a in (ivar, mask))
+    medium, msrc = _medium(hdr, opts, path)
+    oname = _text(hdr.get("TARGETID")) or _text(hdr.get("OBJECT")) or Path(path).name.split(".")[0]
+    meta = _base_meta(path, layout, id=oname, object=oname, medium=medium, medium_source=msrc, table=x.name,
+                      table_columns={k: v for k, v in cols.items()}, flux_unit=unit(cols["flux"]) or _text(hdr.get("BUNIT")),
+                      ra=_num(hdr.get("RA_TARG", hdr.get("RA"))),
+                      dec=_num(hdr.get("DEC_TARG", hdr.get("DEC"))), **facts)
+    if vector: meta["row"] = i
+    return _spectrum(wave, flux, ivar, mask, _num(hdr.get("REDSHIFT", hdr.get("Z"))), meta)
+
+
+# %% ../nbs/01_io.ipynb #d00bad27
+def _wat(hdr, axis) -> str:
+    "The WATn_001.. keywords of an IRAF header joined (each card holds 68 characters; trailing blanks count)."
+    keys = sorted(k for k in hdr if re.fullmatch(rf"WAT{axis}_\d+", k))
+    return "".join(str(hdr[k]).ljust(68) for k in keys)
+
+def _iraf_hdu(h):
+    "The first HDU holding an image of 1–3 axes with a dispersion axis (CRVAL1, a CD1_1/CDELT1 or an IRAF multispec WCS)."
+    for x in h:
+        hd = x.header
+        if isinstance(x, (fits.PrimaryHDU, fits.ImageHDU)) and x.data is not None and 1 <= x.data.ndim <= 3 and \
+                ("CRVAL1" in hd or "multispec" in _wat(hd, 0) + _wat(hd, 1)): return x
+    return None
+
+def _multispec(hdr, n, path) -> tuple[np.ndarray, str]:
+    "Wavelengths of the first aperture (spec1) of an IRAF multispec WCS and the dispersion kind; linear and log-linear only."
+    m = re.search(r'spec1\s*=\s*"([^"]*)"', _wat(hdr, 2))
+    if not m: raise SpectrumError(f"{path}: IRAF multispec file without a spec1 entry in WAT2")
+    f = m.group(1).split()
+    if len(f) < 6: raise SpectrumError(f"{path}: IRAF multispec spec1 has {len(f)} fields, need at least 6")
+    dtype, w1, dw, nw = int(float(f[2])), float(f[3]), float(f[4]), int(float(f[5]))
+    z = float(f[6]) if len(f) > 6 else 0.0
+    if dtype not in (0, 1): return None, "non-linear"   # Legendre/Chebyshev/spline: specutils' iraf loader reads these
+    k = np.arange(min(n, nw))
+    w = w1 + dw * k
+    return (10.0 ** w if dtype == 1 else w) / (1 + z), ("log-linear" if dtype == 1 else "linear")
+
+def _iraf_wavelength(hdr, n, path) -> tuple[np.ndarray, str]:
+    "Wavelength grid (file units) of an image's axis 1: linear, log10-linear (DC-FLAG = 1) or FITS WAVE-LOG."
+    crval = _num(hdr.get("CRVAL1"))
+    step = _num(hdr.get("CD1_1", hdr.get("CDELT1")))
+    ctype = (_text(hdr.get("CTYPE1")) or "LINEAR").upper()
+    if crval is None or step is None or step == 0 or ctype.startswith("PIXEL"):
+        raise SpectrumError(f"{path}: image without a wavelength calibration (CRVAL1 and CD1_1/CDELT1 on axis 1)")
+    dc = hdr.get("DC-FLAG", 0)
+    if dc not in (0, 1): raise SpectrumError(f"{path}: DC-FLAG = {dc!r}: the spectrum is not dispersion-corrected")
+    p = np.arange(1, n + 1) - (_num(hdr.get("CRPIX1")) or 1.0)
+    if dc == 1: return 10.0 ** (crval + step * p), "log-linear (DC-FLAG = 1)"
+    if ctype.startswith("WAVE-LOG"): return crval * np.exp(step * p / crval), "log (WAVE-LOG)"
+    return crval + step * p, "linear"
+
+def _read_iraf(h, path, layout, opts) -> Spectrum:
+    x = _iraf_hdu(h)
+    hdr, data = x.header, np.asarray(x.data, dtype=float)
+    lead = (0,) * (data.ndim - 1)   # first band, first aperture
+    flux = data[lead]
+    ivar = None
+    if data.ndim == 3:   # IRAF bands: spectrum, raw, sky, sigma; BANDIDn names them
+        sig = next((k for k in range(data.shape[0]) if "sigma" in (_text(hdr.get(f"BANDID{k + 1}")) or "").lower()), None)
+        if sig is not None:
+            s = data[sig, 0]
+            ivar = np.where(np.isfinite(s) & (s > 0), 1 / np.where(s > 0, s, 1) ** 2, 0.0)
+    wat = _wat(hdr, 0) + _wat(hdr, 1)
+    if "multispec" in wat:
+        wave, kind = _multispec(hdr, flux.size, path)
+        if wave is None:
+            s = _read_specutils(path, opts, fmt="iraf", why="IRAF multispec with a non-linear dispersion")
+            if s.meta["medium_source"] == "assumed": s.meta.update(medium="air", medium_source="assumed (IRAF)")
+            return s
+        flux = flux[:wave.size]
+        ivar = None if ivar is None else ivar[:wave.size]
+    else: wave, kind = _iraf_wavelength(hdr, flux.size, path)
+    m = re.search(r"units=(\S+)", wat)
+    wave, facts = _angstrom(wave, _text(hdr.get("CUNIT1")) or (m.group(1) if m else None), path)
+    medium, msrc = _medium(hdr, opts, path, "air", "assumed (IRAF spectra are calibrated with arc lines in air)")
+    name = _text(hdr.get("OBJECT")) or Path(path).name.split(".")[0]
+    meta = _base_meta(path, layout, id=name, object=name, medium=medium, medium_source=msrc, dispersion=kind,
+                      flux_unit=_text(hdr.get("BUNIT")), ra=_num(hdr.get("RA")), dec=_num(hdr.get("DEC")),
+                      survey=_text(hdr.get("INSTRUME")) or _text(hdr.get("TELESCOP")), **facts)
+    if data.ndim > 1: meta["aperture"] = "first of " + "×".join(map(str, data.shape[:-1]))
+    return _spectrum(wave, flux, ivar, None, _num(hdr.get("REDSHIFT", hdr.get("Z"))), meta)
+
+
+# %% ../nbs/01_io.ipynb #3d223947
+_CSV_ROUTE = ("save the spectrum as a two-column CSV (a header line `wavelength,flux`, wavelengths in Å; an error "
+              "column may follow) and pass that file")
+
+def _read_specutils(path, opts, fmt=None, why=None) -> Spectrum:
+    "The fallback reader: specutils' loaders (a format they recognise, or `fmt`); what they give is converted to Å."
+    try:
+        from specutils import SpectrumList
+        from astropy import units as u
+        from astropy.io import registry
+        from astropy.nddata import InverseVariance
+    except ImportError as e:
+        raise SpectrumError(f"{path}: no speco3 reader fits this file and specutils (the fallback) is not installed; {_CSV_ROUTE}") from e
+    raw = path.read_bytes()
+    if raw[:2] == b"\x1f\x8b": raw = _gunzip(raw, path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # loaders warn about every non-standard header card
+        fmts = [fmt] if fmt else registry.identify_format("read", SpectrumList, None, None, (_io.BytesIO(raw),), {})
+        errors = []
+        for f in fmts:
+            try: sl = SpectrumList.read(_io.BytesIO(raw), format=f); break
+            except Exception as e: errors.append(f"{f}: {type(e).__name__}: {_oneline(e)[:120]}")   # any loader failure: try the next
+        else:
+            tried = "; ".join(errors) or "no specutils loader recognises it"
+            raise SpectrumError(f"{path}: {why or 'unknown FITS layout'}; specutils could not read it either ({tried}); {_CSV_ROUTE}")
+    if not len(sl): raise SpectrumError(f"{path}: specutils ({f}) found no spectrum in it; {_CSV_ROUTE}")
+    s = sl[0]
+    flux = np.asarray(s.flux.value, dtype=float).reshape(-1, s.flux.shape[-1])[0]   # a collection: its first spectrum
+    wave = s.spectral_axis.to_value(u.AA, equivalencies=u.spectral())
+    ivar = mask = None
+    if s.uncertainty is not None:
+        ivar = np.asarray(s.uncertainty.represent_as(InverseVariance).array, dtype=float).reshape(-1, wave.size)[0]
+    if s.mask is not None: mask = np.asarray(s.mask, bool).reshape(-1, wave.size)[0]
+    if wave.size > 1 and wave[0] in (0, 1) and np.array_equal(wave, wave[0] + np.arange(wave.size)):
+        raise SpectrumError(f"{path}: no wavelength calibration (specutils' {f} loader gives pixel numbers); {_CSV_ROUTE}")
+    if wave.size > 1 and (np.diff(wave) < 0).all():   # frequency or energy axes come out red to blue
+        wave, flux = wave[::-1], flux[::-1]
+        ivar, mask = (None if a is None else a[::-1] for a in (ivar, mask))
+    hdr = dict(s.meta.get("header", {})) if isinstance(s.meta, Mapping) else {}
+    medium, msrc = _medium(hdr, opts, path)
+    name = _text(hdr.get("OBJECT")) or Path(path).name.split(".")[0]
+    meta = _base_meta(path, "specutils", id=name, object=name, medium=medium, medium_source=msrc, specutils_format=f,
+                      flux_unit=str(s.flux.unit) or None, wave_unit=str(s.spectral_axis.unit), n_in_file=len(sl))
+    return _spectrum(wave, flux, ivar, mask, None, meta)
+
 
 # %% ../nbs/01_io.ipynb #d9656d6a
 def _tmp_of(path: Path) -> Path:

@@ -4,9 +4,9 @@
 
 # %% auto #0
 __all__ = ['REQUIRED', 'FIELDS', 'PREDICTION_COLUMNS', 'tool_fields', 'predictions_frame', 'confusion', 'Evaluation', 'evaluate',
-           'paired_difference', 'visited', 'tool_stats', 'yes_by_kind', 'calibration_table', 'ece', 'risk_coverage',
-           'aurc', 'main_table', 'write_predictions', 'read_predictions', 'slug', 'markdown_table', 'balanced_accuracy',
-           'probe_accuracy']
+           'split_scored', 'paired_difference', 'visited', 'tool_stats', 'yes_by_kind', 'calibration_table', 'ece',
+           'risk_coverage', 'aurc', 'main_table', 'write_predictions', 'read_predictions', 'slug', 'markdown_table',
+           'balanced_accuracy', 'probe_accuracy']
 
 # %% ../nbs/11_metrics.ipynb #64034318
 import json, re, zlib
@@ -231,6 +231,7 @@ class Evaluation:
     seed: int               # bootstrap seed
     level: float            # interval coverage, e.g. 0.95
     tools: dict | None = None  # `tool_stats` of the frame when it has tool columns
+    left_out: dict | None = None  # rows not scored and why: {n, by_reason, rows} (`split_scored`, tasks not asked for)
 
     def table(self) -> pd.DataFrame:
         "The per-task rows plus a `macro` row (means over tasks) and an `all` row (pooled counts, overall accuracy)."
@@ -248,7 +249,8 @@ class Evaluation:
     def to_dict(self) -> dict:
         "A JSON-ready dict (for results/<target>/metrics.json)."
         return _plain(dict(per_task=self.per_task.to_dict(orient="records"), summary=self.summary, tasks=self.tasks,
-                           missing=self.missing, n_boot=self.n_boot, seed=self.seed, level=self.level, tools=self.tools))
+                           missing=self.missing, n_boot=self.n_boot, seed=self.seed, level=self.level, tools=self.tools,
+                           left_out=self.left_out))
 
 # %% ../nbs/11_metrics.ipynb #22cb8007
 def evaluate(df,            # predictions frame (see `predictions_frame`)
@@ -256,7 +258,8 @@ def evaluate(df,            # predictions frame (see `predictions_frame`)
              n_boot=1000,   # bootstrap replicates for the intervals; 0 skips them
              seed=0,        # bootstrap seed (non-negative int)
              level=0.95,    # coverage of the percentile intervals
-             guidelines=None # optional dict task -> list of (lo, hi) guideline windows, for `tool_stats`
+             guidelines=None, # optional dict task -> list of (lo, hi) guideline windows, for `tool_stats`
+             left_out=None  # what was left out before this frame (`split_scored`); rows of tasks not asked for are added
             ) -> Evaluation:
     "Per-task and macro metrics of one policy's predictions, with stratified bootstrap intervals."
     if not (isinstance(n_boot, (int, np.integer)) and n_boot >= 0): raise ValueError(f"n_boot={n_boot!r}: need an int >= 0")
@@ -267,6 +270,8 @@ def evaluate(df,            # predictions frame (see `predictions_frame`)
     wanted = present if tasks is None else list(dict.fromkeys([tasks] if isinstance(tasks, str) else tasks))
     used = [t for t in wanted if t in present]
     if not used: raise ValueError(f"none of the tasks {wanted} is in the predictions frame; it has {present}")
+    skipped = d[~d.task.isin(used)]
+    left_out = _merge_left_out(left_out, [_left_row(r, "task not evaluated") for r in skipped.to_dict("records")])
     d = d[d.task.isin(used)]
     d = d.assign(lenient_prediction=d.prediction)
     if "strict_prediction" in d.columns: d = d.assign(prediction=d.strict_prediction)  # the paper's reading is the primary one
@@ -303,7 +308,34 @@ def evaluate(df,            # predictions frame (see `predictions_frame`)
     has_tools = guidelines is not None or {"n_tool_calls", "windows"} & set(d.columns)
     tools = tool_stats(d, guidelines) if has_tools else None
     return Evaluation(per_task=pt, summary=s, tasks=used, missing=[t for t in wanted if t not in present],
-                      n_boot=int(n_boot), seed=int(seed), level=float(level), tools=tools)
+                      n_boot=int(n_boot), seed=int(seed), level=float(level), tools=tools, left_out=left_out)
+
+# %% ../nbs/11_metrics.ipynb #e07f1030
+def _left_row(r, reason) -> dict:
+    row = {"sample_id": r.get("sample_id"), "task": r.get("task"), "reason": reason}
+    if isinstance(err := r.get("error"), str) and err: row["error"] = " ".join(err.split())[:160]
+    return row
+
+def _merge_left_out(left_out, rows) -> dict:
+    "One left-out summary from an earlier one (or None) and more rows."
+    rows = [*((left_out or {}).get("rows") or []), *rows]
+    by = {}
+    for r in rows: by[r["reason"]] = by.get(r["reason"], 0) + 1
+    return {"n": len(rows), "by_reason": by, "rows": rows}
+
+def split_scored(records # trajectory records (or dicts with sample_id, task, truth, status, error)
+                ) -> tuple[list, dict]:
+    "(the records that can be scored: a task and a YES/NO truth, a summary of the others: how many and why, row by row)."
+    keep, rows = [], []
+    for r in records:
+        truth = yes_no(r.get("truth", r.get("ground_truth")))
+        if truth and r.get("task"): keep.append(r); continue
+        status = r.get("status")
+        reason = ("unreadable input" if status == "read_error" else "policy failed" if status == "policy_error"
+                  else "no task" if not r.get("task") else "no YES/NO truth")
+        rows.append(_left_row(r, reason))
+    return keep, _merge_left_out(None, rows)
+
 
 # %% ../nbs/11_metrics.ipynb #2f1384ea
 def _macro(d, idx, metric):

@@ -16,7 +16,7 @@ from .tool import TOOL_NAME, TOOL_SCHEMA
 
 # %% auto #0
 __all__ = ['ENV_BASE_URL', 'ENV_API_KEY', 'ENV_MODEL', 'TOOL_MODES', 'IMAGE_FORMATS', 'MAX_BACKOFF', 'MAX_RETRY_AFTER', 'TIMEOUT',
-           'MAX_RETRIES', 'MAX_MESSAGE', 'RemoteError', 'OpenAIPolicy']
+           'MAX_RETRIES', 'MAX_MESSAGE', 'MAX_REPLY', 'RemoteError', 'OpenAIPolicy']
 
 # %% ../nbs/08c_remote.ipynb #c7ce4ca1
 ENV_BASE_URL, ENV_API_KEY, ENV_MODEL = "OPENAI_BASE_URL", "OPENAI_API_KEY", "SPECO3_MODEL"
@@ -27,6 +27,7 @@ MAX_RETRY_AFTER = 600.0 # s; a server's Retry-After is honoured up to this
 TIMEOUT = 120           # s one request may take in all, by default
 MAX_RETRIES = 4         # further attempts after a failed request, by default
 MAX_MESSAGE = 200       # characters of a server's error message kept in our one-line errors
+MAX_REPLY = 16 * 2**20  # bytes of one reply we accept (a chat completion is kilobytes); a larger one is refused, not stored
 
 def _shown(url):
     "The URL as we may print it: no user:password, no query string (where keys sometimes travel)."
@@ -290,7 +291,7 @@ class OpenAIPolicy(Policy):
                  base_url=None,       # API root up to /v1, e.g. http://localhost:8000/v1; default: $OPENAI_BASE_URL
                  api_key=None,        # bearer token; default: $OPENAI_API_KEY; none: no Authorization header
                  max_concurrency=8,   # requests in flight at most (keep a batching server busy, never flooded)
-                 timeout=TIMEOUT,     # s one attempt may take in all: connecting, waiting and reading the whole reply
+                 timeout=TIMEOUT,     # s one attempt may take in all (connecting, waiting, reading the reply); a Retry-After waits no longer
                  max_retries=MAX_RETRIES, # further attempts after a connection error, timeout, 408, 429 or 5xx
                  backoff=1.0,         # s; the k-th retry waits backoff·2^k (×0.5–1.5 jitter) unless Retry-After says
                  temperature=0.0,     # sampling temperature; None leaves it out (models that reject it)
@@ -391,9 +392,13 @@ def _send(self:OpenAIPolicy, data):
 def _exchange(self:OpenAIPolicy, req):
     "The raw reply body of one request, or `_Failure`."
     try:
-        with self._opener.open(req, timeout=self.timeout) as r: raw = r.read()
+        with self._opener.open(req, timeout=self.timeout) as r:
+            size = r.headers.get("Content-Length")
+            if size and size.isdigit() and int(size) > MAX_REPLY: raise _Failure(_too_big(int(size)), 200)
+            raw = r.read(MAX_REPLY + 1)   # never more than the cap in memory, whatever the server sends
+            if len(raw) > MAX_REPLY: raise _Failure(_too_big(None), 200)
     except urllib.error.HTTPError as e:
-        try: detail = _server_message(e.read()) or e.reason
+        try: detail = _server_message(e.read(MAX_REPLY)) or e.reason
         except (OSError, http.client.HTTPException): detail = e.reason
         finally: e.close()
         raise _Failure(f"HTTP {e.code}: {detail}", e.code, e.code in (408, 429) or e.code >= 500, _retry_after((e.headers or {}).get("Retry-After")))
@@ -404,6 +409,11 @@ def _exchange(self:OpenAIPolicy, req):
     except (OSError, http.client.HTTPException) as e:  # reset, refused, a reply cut short
         raise _Failure(f"connection failed: {type(e).__name__}: {e}", None, True)
     return raw
+
+def _too_big(size):
+    "The error for a reply past MAX_REPLY (its announced size when the server sent one)."
+    said = f" ({size / 2**20:.1f} MiB)" if size else ""
+    return f"the reply is larger than {MAX_REPLY / 2**20:g} MiB{said}; refused (not a chat completion?)"
 
 def _parse(self:OpenAIPolicy, raw):
     "The reply as JSON with a choices[0].message, or `_Failure`."
@@ -428,7 +438,7 @@ def _post(self:OpenAIPolicy, body, entry):
             if not f.retryable or attempt == self.max_retries:
                 n = attempt + 1
                 raise RemoteError(f"POST {_shown(self.url)}: {self._redact(f.msg)} ({n} attempt{'s' if n > 1 else ''})", f.status, n) from None
-            if f.retry_after is not None: wait = f.retry_after
+            if f.retry_after is not None: wait = min(f.retry_after, self.timeout)   # never longer than the timeout
             else:
                 with self._lock: jitter = self._rng.uniform(0.5, 1.5)
                 wait = min(self.backoff * 2 ** attempt, MAX_BACKOFF) * jitter

@@ -5,6 +5,7 @@
 # %% ../nbs/03_tool.ipynb #5192845a
 from __future__ import annotations
 import json, math, time
+from collections.abc import Mapping
 from dataclasses import dataclass
 import numpy as np
 from PIL import Image
@@ -158,6 +159,42 @@ def _parse_arguments(arguments, unwrap=True, strict=True):
     return dict(arguments)
 
 # %% ../nbs/03_tool.ipynb #8882c0ac
+def _numbers(v, key, kinds="iuf"):
+    "`v` as a 1-D numeric array, or SpectrumError naming the key and what is wrong (strings, None, nesting, complex…)."
+    if isinstance(v, (str, bytes, Mapping, set)) or np.isscalar(v):
+        raise SpectrumError(f"create_kwargs: {key} must be a list of numbers, got {type(v).__name__}")
+    try: a = np.asarray(v)
+    except (TypeError, ValueError) as e:
+        raise SpectrumError(f"create_kwargs: {key} is not a flat list of numbers ({' '.join(str(e).split())[:80]})") from e
+    if a.ndim != 1: raise SpectrumError(f"create_kwargs: {key} must be a flat list, got shape {a.shape}")
+    if isinstance(v, (list, tuple)) and "b" not in kinds and (i := next((i for i, x in enumerate(v) if isinstance(x, bool)), None)) is not None:
+        raise SpectrumError(f"create_kwargs: {key} must hold only numbers; item {i} is {v[i]!r}")   # numpy would read true as 1.0
+    if a.size and a.dtype.kind not in kinds:   # an empty list is for Spectrum to refuse (no pixels)
+        bad = next((i for i, x in enumerate(a.tolist()) if not isinstance(x, (int, float, np.number)) or isinstance(x, (bool, np.bool_, complex))), 0)
+        raise SpectrumError(f"create_kwargs: {key} must hold only numbers; item {bad} is {a.tolist()[bad]!r}"[:200])
+    return a
+
+def _checked_create_kwargs(create_kwargs) -> dict:
+    "create_kwargs as a dict whose wavelength/flux/ivar/mask/redshift/meta have the right types; SpectrumError otherwise."
+    if create_kwargs is None: create_kwargs = {}
+    if not isinstance(create_kwargs, Mapping):
+        raise SpectrumError(f"create_kwargs: expected a dict with wavelength, flux, redshift; got {type(create_kwargs).__name__}")
+    ck = dict(create_kwargs)
+    missing = [k for k in ("wavelength", "flux") if k not in ck]
+    if missing: raise SpectrumError(f"create_kwargs: missing {missing}; expected keys wavelength, flux, redshift")
+    for key in ("wavelength", "flux", "ivar"):
+        if key in ck and (key != "ivar" or ck[key] is not None): ck[key] = _numbers(ck[key], key)
+    if ck.get("mask") is not None:
+        m = _numbers(ck["mask"], "mask", "biu")
+        if m.dtype.kind != "b" and not np.isin(m, (0, 1)).all(): raise SpectrumError("create_kwargs: mask must hold only true/false (or 0/1)")
+        ck["mask"] = m.astype(bool)
+    z = ck.get("redshift")
+    if z is not None and (isinstance(z, (bool, np.bool_)) or not isinstance(z, (int, float, np.integer, np.floating))):
+        raise SpectrumError(f"create_kwargs: redshift must be a number, got {type(z).__name__} {str(z)[:30]!r}")
+    if not isinstance(ck.get("meta") or {}, Mapping):
+        raise SpectrumError(f"create_kwargs: meta must be a dict, got {type(ck['meta']).__name__}")
+    return ck
+
 class SpectralVisualizationTool:
     "The Spec-o3 zoom tool for one spectrum: rest-frame windows in, plots (or one-line errors) out, worded like the authors' tool."
     name = TOOL_NAME
@@ -198,14 +235,15 @@ class SpectralVisualizationTool:
     def from_create_kwargs(cls,
                            create_kwargs,  # dict {wavelength, flux, redshift, ...} (lists or arrays), as verl passes it
                            **kw):          # passed on: style=..., errors=...
-        "A tool from a SpecVI-Bench row's `tools_kwargs.spectral_visualization_tool.create_kwargs`; keys other than ours (e.g. `title`) are kept in `meta`, not used."
-        ck = dict(create_kwargs or {})
-        missing = [k for k in ("wavelength", "flux") if k not in ck]
-        if missing: raise SpectrumError(f"create_kwargs: missing {missing}; expected keys wavelength, flux, redshift")
+        "A tool from a SpecVI-Bench row's `tools_kwargs.spectral_visualization_tool.create_kwargs`; keys other than ours (e.g. `title`) are kept in `meta`, not used. Malformed input raises a one-line `SpectrumError`."
+        ck = _checked_create_kwargs(create_kwargs)
         other = {k: ck.pop(k) for k in list(ck) if k not in ("wavelength", "flux", "redshift", "ivar", "mask", "meta")}
         meta = {"source": "create_kwargs", **(ck.pop("meta", None) or {})}
         if other: meta["create_kwargs"] = other   # as the authors' tool accepts them (it draws its own title)
-        return cls(ck.pop("wavelength"), ck.pop("flux"), ck.pop("redshift", 0.0), meta=meta, **ck, **kw)
+        try: return cls(ck.pop("wavelength"), ck.pop("flux"), ck.pop("redshift", 0.0), meta=meta, **ck, **kw)
+        except SpectrumError: raise
+        except (TypeError, ValueError) as e:   # anything the checks above did not foresee still speaks as one line
+            raise SpectrumError(f"create_kwargs: unusable ({type(e).__name__}: {' '.join(str(e).split())[:120]})") from e
 
     def __repr__(self):
         lo, hi = self.data_range or (float("nan"),) * 2

@@ -290,7 +290,7 @@ cd "$RUN_DIR"
 
 # %% ../nbs/15_verl.ipynb #20603b3a
 VERL_REQUIREMENTS = ["verl==0.9.1", "cachetools", "uvicorn", "fastapi"]  # verl's agent loop imports the last three undeclared
-_CORE_FALLBACK = ["numpy>=2.0", "astropy>=6.0", "pandas>=2.2", "pyarrow>=15", "matplotlib>=3.9,<3.12", "pillow>=10", "tqdm", "pyyaml>=6"]
+_CORE_FALLBACK = ["numpy>=2.0", "astropy>=6.0", "specutils>=2.4,<3", "pandas>=2.2", "pyarrow>=15", "matplotlib>=3.9,<3.12", "pillow>=10", "tqdm", "pyyaml>=6"]
 
 def core_requirements() -> list:
     "speco3's core requirements (no extras), from its installed metadata; settings.ini's `requirements` when not installed."

@@ -244,9 +244,48 @@ def test_429_honours_retry_after(monkeypatch):
     monkeypatch.setattr(remote.OpenAIPolicy, "_pause", lambda policy, seconds: clock.pause(seconds))
     with serve(lambda body, n: ("status", 429, b'{"error": {"message": "slow down"}}', {"Retry-After": "7"}) if n == 0
                else say("fine")) as fake:
-        out = policy(fake, backoff=0.001).act([episode()])
+        out = policy(fake, backoff=0.001, timeout=10).act([episode()])
     assert out == ["fine"] and len(fake.requests) == 2
     assert clock.waits == [7.0]  # the server's 7 s, not the 1 ms backoff
+
+
+@pytest.mark.parametrize("header, timeout", [("31", 2), ("600", 0.5), ("Wed, 21 Oct 2099 07:28:00 GMT", 3)])
+def test_retry_after_never_waits_beyond_the_timeout(monkeypatch, header, timeout):
+    import speco3.remote as remote
+    clock = Clock()
+    monkeypatch.setattr(remote.OpenAIPolicy, "_pause", lambda policy, seconds: clock.pause(seconds))
+    with serve(lambda body, n: ("status", 429, b'{"error": {"message": "slow down"}}', {"Retry-After": header}) if n < 2
+               else say("fine")) as fake:
+        out = policy(fake, backoff=0.001, timeout=timeout).act([episode()])
+    assert out == ["fine"] and clock.waits == [timeout, timeout]
+
+
+def test_reply_size_is_capped(monkeypatch):
+    "A reply whose Content-Length passes the cap is refused before it is read."
+    import speco3.remote as remote
+    monkeypatch.setattr(remote, "MAX_REPLY", 4096)
+    big = json.dumps({"choices": [{"message": {"role": "assistant", "content": "x" * 10_000}}]}).encode()
+    with serve(lambda body, n: ("raw", big)) as fake:
+        err = policy(fake, max_retries=2).act([episode()])[0]
+    assert isinstance(err, RemoteError) and "larger than 0.00390625 MiB" in str(err) and "refused" in str(err)
+    assert len(fake.requests) == 1   # not retried: the same server gives the same reply
+
+
+def test_reply_size_cap_without_content_length(monkeypatch):
+    "A reply with no Content-Length (closed connection marks its end) is read up to the cap and refused."
+    import speco3.remote as remote, socket
+    monkeypatch.setattr(remote, "MAX_REPLY", 4096)
+    srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen(1)
+    def answer():
+        conn, _ = srv.accept()
+        conn.recv(65536)
+        conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n" + b"x" * 50_000)
+        conn.close()
+    t = threading.Thread(target=answer, daemon=True); t.start()
+    pol = remote.OpenAIPolicy(model="m", base_url=f"http://127.0.0.1:{srv.getsockname()[1]}/v1", api_key="", max_retries=0, timeout=5)
+    err = pol.act([episode()])[0]
+    srv.close()
+    assert isinstance(err, RemoteError) and "larger than" in str(err) and "MiB)" not in str(err)
 
 
 def test_timeout_fails_one_episode_only():
