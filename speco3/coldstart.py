@@ -21,12 +21,13 @@ from .tool import TOOL_NAME
 
 # %% auto #0
 __all__ = ['MIN_SNR', 'DRAFT_INSTRUCTION', 'MAX_CHARS', 'MAX_TURNS', 'WAVELENGTH_TOL', 'FILTERS', 'MIN_ACCEPT', 'MAX_REJECT',
-           'VOTES', 'STATES', 'SHEET_COLUMNS', 'SIMULATED_REVIEWERS', 'PROVENANCE', 'SHAREGPT_DEFAULTS', 'snr_of',
-           'array_sha256', 'simulate_samples', 'pick_samples', 'example_text', 'GuidedDrafter', 'draft', 'reasoning',
-           'cited_wavelengths', 'heldout_keys', 'check_draft', 'qc', 'ReviewError', 'replay', 'review_status',
-           'accepted_records', 'export_review', 'import_review', 'simulate_review', 'sft_messages', 'sft_features',
-           'sft_table', 'export_sft', 'load_sft_dataset', 'export_sharegpt', 'is_sharegpt', 'sharegpt_spec',
-           'sharegpt_messages', 'sharegpt_dataset', 'open_coldstart']
+           'VOTES', 'STATES', 'SHEET_COLUMNS', 'SIMULATED_REVIEWERS', 'PROVENANCE', 'SHAREGPT_DEFAULTS', 'ROLE_TAGS',
+           'snr_of', 'array_sha256', 'simulate_samples', 'pick_samples', 'example_text', 'GuidedDrafter', 'draft',
+           'reasoning', 'cited_wavelengths', 'heldout_keys', 'check_draft', 'qc', 'ReviewError', 'replay',
+           'review_status', 'accepted_records', 'export_review', 'import_review', 'simulate_review', 'sft_messages',
+           'sft_features', 'sft_table', 'export_sft', 'load_sft_dataset', 'export_sharegpt', 'is_sharegpt',
+           'sharegpt_spec', 'sharegpt_messages', 'sharegpt_dataset', 'open_coldstart', 'shrink_coldstart',
+           'export_authors_sharegpt']
 
 # %% ../nbs/12_coldstart.ipynb #e51099b1
 MIN_SNR = 10.0  # drafts only from spectra above this SNR (g band where the survey gives one)
@@ -184,7 +185,7 @@ def draft(samples, # Samples or benchmark rows (see `pick_samples`, `simulate_sa
           examples=(), # expert records (or a run folder of them) shown to an LLM drafter, e.g. a scripted draft run
           k:int=3, # examples per episode for an LLM drafter
           tasks=PAPER_TASKS, # task keys drafted; PAPER_TASKS + OOD_TASKS adds the generalisation tasks
-          min_snr:float=MIN_SNR, # samples at or below this SNR are skipped
+          min_snr:float|None=MIN_SNR, # samples at or below this SNR are skipped; None: no floor (e.g. atlas spectra without a noise estimate)
           style:str="spec-o3", # renderer style of every image (the SFT images should match evaluation's)
           max_tool_calls:int=MAX_TOOL_CALLS, # tool budget per trajectory
           zoom:bool=True, # False: no-tool drafts (no tool in the prompt, the overview only), for the retrained no-tool ablation
@@ -201,7 +202,7 @@ def draft(samples, # Samples or benchmark rows (see `pick_samples`, `simulate_sa
     keep, skipped = [], Counter()
     for s in items:
         if s.task not in tasks: skipped["task"] += 1
-        elif not snr_of(s) > min_snr: skipped["snr"] += 1
+        elif min_snr is not None and not snr_of(s) > min_snr: skipped["snr"] += 1
         else: keep.append(s)
     unlabelled = [s.sample_id for s in keep if s.truth is None]
     if unlabelled: raise ValueError(f"{unlabelled[0]}: no label; drafts are made for labelled samples only ({len(unlabelled)} without)")
@@ -954,3 +955,89 @@ def open_coldstart(path # 03_cold_start's export folder, an authors' ShareGPT fo
     count = lambda col: {k: int(v) for k, v in Counter(x or "unknown" for x in raw[col]).items()}
     return ds, dict(n=len(ds), per_task=count("task"), per_label=count("truth"), drafter="the authors' expert trajectories (ShareGPT)",
                     review="as published", style="spec-o3", profile=None, source=path.name)
+
+# %% ../nbs/12_coldstart.ipynb #5d704120
+def _spread(keys, n):
+    "Indices of `n` items, round robin over the distinct `keys` (first appearance order), each group in its own order."
+    groups = {}
+    for i, k in enumerate(keys): groups.setdefault(k, []).append(i)
+    out, queues = [], [list(g) for g in groups.values()]
+    while len(out) < n and any(queues):
+        for q in queues:
+            if q and len(out) < n: out.append(q.pop(0))
+    return sorted(out)
+
+def shrink_coldstart(src, # a cold-start set in any form `open_coldstart` reads
+                     out, # the folder written (must not exist or be empty)
+                     n:int # conversations kept
+                    ) -> Path:
+    "A copy of `src` with `n` of its conversations (spread over tasks and answers), in the same form; returns `out`."
+    src, out = Path(src), Path(out)
+    if out.exists() and any(out.iterdir()): raise FileExistsError(f"{out} is not empty")
+    if (src / "trl").exists() and (src / "export.json").is_file():   # 03_cold_start's export
+        ds = load_sft_dataset(src / "trl")
+        rows = ds.with_format(None).remove_columns(["messages", "images"]).to_list()
+        keep = _spread([(r.get("task"), r.get("truth")) for r in rows], n)
+        ds.select(keep).save_to_disk(str(out / "trl"))
+        info = json.loads((src / "export.json").read_text())
+        (out / "export.json").write_text(json.dumps(dict(info, n=len(keep), shrunk_from=info.get("n")), indent=1))
+        return out
+    if not is_sharegpt(src): open_coldstart(src)  # says why in one line
+    out.mkdir(parents=True, exist_ok=True)
+    for file, media, spec in _sharegpt_sources(src, None):
+        rows = _read_rows(file)
+        prov = [_provenance_of(r) if isinstance(r, dict) else {} for r in rows]
+        keep = [rows[i] for i in _spread([(p.get("task"), p.get("truth")) for p in prov], n)]
+        dest = out / file.relative_to(src if src.is_dir() else src.parent)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if file.suffix == ".parquet":
+            import pyarrow as pa, pyarrow.parquet as pq
+            pq.write_table(pa.Table.from_pylist(keep), dest)
+            continue
+        dest.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in keep) + "\n" if file.suffix == ".jsonl"
+                        else json.dumps(keep, ensure_ascii=False), encoding="utf-8")
+        for r in keep:   # only the images these conversations use, at their relative paths
+            for entry in r.get(spec["images"]) or []:
+                rel = entry.get("path") if isinstance(entry, dict) and not entry.get("bytes") else entry if isinstance(entry, str) else None
+                if rel and (media / rel).is_file():
+                    (out / rel).parent.mkdir(parents=True, exist_ok=True); shutil.copyfile(media / rel, out / rel)
+    folder = src if src.is_dir() else src.parent
+    for name in _INFO_FILES:
+        if (folder / name).is_file(): shutil.copyfile(folder / name, out / name)
+    return out
+
+# %% ../nbs/12_coldstart.ipynb #c658c54e
+ROLE_TAGS = {"system": "system", "user": "human", "assistant": "gpt"}  # the authors' tags; tool replies are human turns too
+
+def _authors_turns(msgs):
+    "The authors' from/value turns of chat messages: each tool reply wrapped in <tool_response>, consecutive ones in one human turn."
+    conv = []
+    for m in msgs:
+        text = _sharegpt_text(m)
+        if m["role"] != "tool": conv.append({"from": ROLE_TAGS[m["role"]], "value": text}); continue
+        block = f"<tool_response>\n{text}\n</tool_response>"
+        if conv and conv[-1]["from"] == "human" and conv[-1]["value"].startswith("<tool_response>"): conv[-1]["value"] += "\n" + block
+        else: conv.append({"from": "human", "value": block})
+    return conv
+
+def export_authors_sharegpt(records, # draft records (`draft`, `accepted_records`, ...) whose images lie under run_dir; a `sample_index` (the row's index id) is kept
+                            run_dir, # the run folder of their images
+                            out, # output folder: <name>.json, images/, data_info.json
+                            name:str="spec_o3_coldstart" # dataset name in data_info.json (and the file name)
+                           ) -> Path:
+    "Write trajectories as the authors' cold-start set is written: ShareGPT from/value turns, tool replies as human turns, their column names."
+    run_dir, out = Path(run_dir), Path(out)
+    if not records: raise ValueError("export_authors_sharegpt: no records to write")
+    out.mkdir(parents=True, exist_ok=True)
+    data = []
+    for r in records:
+        msgs, paths = sft_messages(r)
+        for q in paths:
+            (out / q).parent.mkdir(parents=True, exist_ok=True); shutil.copyfile(run_dir / q, out / q)
+        data.append({"conversations": _authors_turns(msgs), "images": list(paths), "sample_index": r.get("sample_index") or r["sample_id"],
+                     "source_name": r.get("object_id") or r["sample_id"], "ground_truth": r["truth"], "total_iterations": len(r["turns"]),
+                     "total_tool_calls": sum(len(t.get("results", [])) for t in r["turns"])})
+    (out / f"{name}.json").write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+    (out / "data_info.json").write_text(json.dumps({name: {"file_name": f"{name}.json", "formatting": "sharegpt",
+                                                           "columns": {"messages": "conversations", "images": "images"}}}, indent=1))
+    return out

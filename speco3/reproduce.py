@@ -14,10 +14,10 @@ from . import profiles
 # %% auto #0
 __all__ = ['PROFILES', 'VERDICT_MARKERS', 'PAPER_DEPS', 'PAPER_ALONE', 'check_profile', 'output_dirs', 'git_commit',
            'environment', 'machine', 'write_run_record', 'save_figure', 'work_parts', 'predictions_path',
-           'save_predictions', 'main_table_from', 'run_name', 'benchmark_dir', 'relative', 'check_model_dir',
-           'check_inputs', 'vet_model', 'load_predictions', 'behaviour_table', 'small_set', 'small_sft',
-           'reading_table', 'verdict_prompt', 'verdict_states', 'folder_bytes', 'write_reproduce_summary',
-           'keep_notebook', 'scrub_paths', 'stale_outputs', 'paper_plan', 'run_plan']
+           'save_predictions', 'main_table_from', 'run_name', 'benchmark_dir', 'relative', 'is_snapshot', 'data_label',
+           'extra_sets', 'check_model_dir', 'check_inputs', 'vet_model', 'load_predictions', 'behaviour_table',
+           'small_set', 'small_sft', 'reading_table', 'verdict_prompt', 'verdict_states', 'folder_bytes',
+           'write_reproduce_summary', 'keep_notebook', 'scrub_paths', 'stale_outputs', 'paper_plan', 'run_plan']
 
 # %% ../nbs/90_reproduce.ipynb #2e82fe7d
 PROFILES = profiles.PROFILES  # the names live in speco3.profiles, with every stage's settings (`profiles.table()`)
@@ -256,6 +256,33 @@ def relative(path, # a file or folder
     try: return Path(path).resolve().relative_to(Path(out_dir).resolve()).as_posix()
     except ValueError: return Path(path).name
 
+# %% ../nbs/90_reproduce.ipynb #5ad4aa47
+def is_snapshot(data # a benchmark folder (as `benchmark_dir` returns it)
+               ) -> bool:
+    "True for a SpecVI-Bench snapshot (published layout), False for a SpecVI-Sim build (it has the simulator's stats.json)."
+    return not (Path(data) / "stats.json").exists()
+
+def data_label(data # a benchmark folder
+              ) -> str:
+    "What a summary says the rows are: never 'simulated' for an author's snapshot, always for a SpecVI-Sim build."
+    p = Path(data)
+    if is_snapshot(p): return f"SpecVI-Bench snapshot ({p.parents[1].name if p.parts[-2:] == ('benchmark', 'data') else p.name}, published layout)"
+    try: size = json.loads((Path(data) / "stats.json").read_text())["profile"]
+    except (OSError, ValueError, KeyError): size = "unknown"
+    return f"SpecVI-Sim ({size} build, simulated)"
+
+def extra_sets(out_dir, # the run's output folder
+               data, # the run's benchmark folder
+               size:str, # the SpecVI-Sim build size for the sets a snapshot lacks (bench_size or the profile)
+               seed:int # its build seed
+              ) -> tuple[Path, str|None]:
+    "(the folder of the SDSS/DESI views, unseen questions, QSO and low-S/N sets; a note when they come from SpecVI-Sim instead of `data`)."
+    if not is_snapshot(data): return Path(data), None
+    sim = benchmark_dir(out_dir, size, seed)
+    return sim, (f"{data_label(data)} has only the five tasks' LAMOST files: the SDSS/DESI views, unseen questions, QSO and "
+                 f"low-S/N sets are SpecVI-Sim ({size} build, simulated, {relative(sim, out_dir)})")
+
+
 # %% ../nbs/90_reproduce.ipynb #dcc3bf97
 _WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 
@@ -446,7 +473,8 @@ def write_reproduce_summary(path, # the JSON file written, e.g. results/reproduc
                             profile:str, # the profile the notebooks ran at
                             elapsed=None, # seconds from the first start to the last end; None: the notebooks ran one after the other
                             jobs:int=1, # notebooks run at once
-                            removed=() # files under out_dir the run removed as stale (`stale_outputs`)
+                            removed=(), # files under out_dir the run removed as stale (`stale_outputs`)
+                            inputs:dict|None=None # what the run was given (an author's inputs by name, --toy and its sizes), recorded as is
                            ) -> dict:
     "Write the wall time per notebook and in all, the disk used by results/, figures/, data/ and runs/, and the stale files removed; return it."
     notebooks = round(sum(map(float, seconds.values())), 1)
@@ -454,7 +482,7 @@ def write_reproduce_summary(path, # the JSON file written, e.g. results/reproduc
            "wall_s": {k: round(float(v), 1) for k, v in seconds.items()}, "notebooks_wall_s": notebooks,
            "total_wall_s": notebooks if elapsed is None else round(float(elapsed), 1),
            "disk_bytes": {d: folder_bytes(Path(out_dir) / d) for d in ("results", "figures", "data", "runs")},
-           "removed_stale": [Path(os.path.relpath(f, out_dir)).as_posix() for f in removed]}
+           "removed_stale": [Path(os.path.relpath(f, out_dir)).as_posix() for f in removed], **({"inputs": inputs} if inputs else {})}
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, json.dumps(rec, indent=1))
     return rec

@@ -71,7 +71,7 @@ def gpu(tiny, tmp_path_factory):
 def test_gpu_profile_runs_every_paper_notebook(gpu, tiny):
     cold, sft, grpo = summary(gpu, "cold_start"), summary(gpu, "sft"), summary(gpu, "grpo")
     assert cold["style"] == sft["style"] == grpo["style"] == "spec-o3"   # 03 renders, 04 and 05 train on the same plots
-    assert sft["base_model"] == str(tiny) and sft["sft_profile"]["name"] == "gpu" and sft["sft_profile"]["gradient_accumulation_steps"] == "8"
+    assert sft["base_model"] == tiny.name and sft["sft_profile"]["name"] == "gpu" and sft["sft_profile"]["gradient_accumulation_steps"] == "8"
     assert grpo["grpo_profile"]["name"] == "gpu" and grpo["training"]["global_step"] == 1
     assert (gpu / "results" / "ablations" / "run.json").exists() and (gpu / "results" / "main" / "main_table.csv").exists()
     said = "".join("".join(o.get("text", "")) for c in json.loads((gpu / "nbs" / "06_ablations.ipynb").read_text())["cells"] for o in c.get("outputs", []))
@@ -113,7 +113,7 @@ def test_paper_profile_trains_and_evaluates(gpu, tiny, tmp_path):
     for target in ("sft", "grpo"):
         ids = set(pd.concat([pd.read_csv(f) for f in (out / "results" / target).glob("predictions_*.csv")]).sample_id)
         assert ids and ids <= test_names, (target, ids - test_names)
-    assert sft["style"] == grpo["style"] == "spec-o3" and sft["base_model"] == str(tiny)
+    assert sft["style"] == grpo["style"] == "spec-o3" and sft["base_model"] == tiny.name
     p = sft["sft_profile"]
     assert (p["name"], p["learning_rate"], p["num_train_epochs"], p["lr_scheduler_type"], p["warmup_steps"], p["freeze_vision"]) == \
         ("paper", "2e-05", "5", "cosine", "0.05", "True")                   # the authors' recipe; overrides are recorded apart

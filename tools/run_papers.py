@@ -3,12 +3,16 @@ where they do not wait on each other (speco3.reproduce.PAPER_DEPS; one that time
 DEST/<name>.ipynb with its log beside it.
 Used by bin/reproduce and bin/test; exits 1 when a notebook failed (those waiting for it do not run).
 Usage: python tools/run_papers.py --profile P --out-dir D --dest DEST [--jobs N] [--keep DIR] [--summary FILE] [--inline-figures]
-                                  [--param NAME=VALUE ...] [NOTEBOOK ...]
+                                  [--param NAME=VALUE ...] [--toy] [NOTEBOOK ...]
+  --toy runs the profile's code path at toy size (nbs/paper/toy.yaml: sizes only, never a step count): the given --data
+  and --coldstart are shrunk into copies of the same form under OUT/data/, and each toy size goes to the notebooks that
+  declare it.
   --param passes a papermill parameter to every notebook whose parameters cell declares NAME (`model`, the base model,
   only to the notebooks that train from it: 04_sft, 04a_ablation_runs, 06_ablations); how bin/reproduce hands on an
   author's --data, --coldstart and --model.
   --out-dir is given relative to nbs/paper (where the notebooks run); --jobs defaults to 2 at smoke and cpu on a machine
-  with two cores or more (each notebook's model work uses one thread), 1 at gpu and paper (one accelerator);
+  with two cores or more (each notebook's model work uses one thread), 1 at gpu and paper (one accelerator; a --toy run
+  on a machine without CUDA as at cpu);
   SPECO3_JOBS overrides the default. DEST/cores says how many CPU threads each running notebook may use, so one that
   runs alone trains on every core (speco3.profiles.share_cores). After a complete run (every paper notebook, each
   finished) the files under results/<target>/ and figures/ that it did not rewrite are removed (speco3.reproduce.stale_outputs)."""
@@ -19,9 +23,9 @@ root = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(root))
 from speco3.reproduce import PAPER_ALONE, paper_plan, run_plan, keep_notebook, write_reproduce_summary, stale_outputs
 
-def default_jobs(profile):
+def default_jobs(profile, toy=False):
     if os.environ.get("SPECO3_JOBS"): return int(os.environ["SPECO3_JOBS"])
-    return min(2, os.cpu_count() or 1) if profile in ("smoke", "cpu") else 1
+    return min(2, os.cpu_count() or 1) if profile in ("smoke", "cpu") or (toy and not cuda()) else 1
 
 ONLY = {"model": ("04_sft", "04a_ablation_runs", "06_ablations")}  # a name that means another thing elsewhere (10_general_vlms: a served model)
 
@@ -36,11 +40,50 @@ def extra_params(name, notebook, params):
     have = declared(notebook)
     return [x for k, v in params.items() if k in have and name in ONLY.get(k, (name,)) for x in ("-p", k, v)]
 
+def toy_sizes(profile, params, out):
+    "The toy parameters (nbs/paper/toy.yaml) and `params` with --data/--coldstart replaced by shrunk copies under out/data; --model made when absent."
+    import shutil, yaml
+    if profile not in ("gpu", "paper"): sys.exit(f"run_papers: --toy is the gpu and paper code path at toy size; {profile} is small already")
+    toy = yaml.safe_load((root / "nbs" / "paper" / "toy.yaml").read_text())
+    sizes = dict(toy["params"])
+    if not cuda():  # the recipes' bf16 needs a GPU: a device fact, not a size
+        for k in ("sft_overrides", "grpo_overrides"): sizes[k] = {**sizes[k], "bf16": False}
+    params, data = dict(params), out / "data"
+    if "data_dir" in params:
+        from speco3.bench import export_published
+        small = data / f"toy-{Path(params['data_dir']).name}"  # named after the given snapshot: the summaries name it
+        shutil.rmtree(small, ignore_errors=True)
+        params["data_dir"] = str(export_published(params["data_dir"], small, rows=int(toy["data_rows"])))
+    if "coldstart_dir" in params:
+        from speco3.coldstart import shrink_coldstart
+        shutil.rmtree(data / "toy-coldstart", ignore_errors=True)
+        params["coldstart_dir"] = str(shrink_coldstart(params["coldstart_dir"], data / "toy-coldstart", int(toy["coldstart_n"])))
+    if "model" not in params:  # no hub here: the tiny Qwen2.5-VL, written as any local model folder
+        from speco3.tiny import build_tiny
+        if not (data / "toy-model" / "config.json").exists(): build_tiny(data / "toy-model", size="tiny", seed=0)
+        params["model"] = str(data / "toy-model")
+        print(f"--toy without --model: the tiny Qwen2.5-VL written to {os.path.relpath(data / 'toy-model', root)}", flush=True)
+    return sizes, params, dict(toy=True, data_rows=toy["data_rows"], coldstart_n=toy["coldstart_n"], sizes=sizes)
+
+def cuda():
+    "Whether torch sees a CUDA device (False without torch)."
+    try: import torch
+    except ImportError: return False
+    return torch.cuda.is_available()
+
+def yaml_params(name, notebook, sizes):
+    "papermill -y arguments of the toy sizes this notebook declares."
+    import yaml
+    have = declared(notebook)
+    mine = {k: v for k, v in sizes.items() if k in have}
+    return ["-y", yaml.safe_dump(mine, default_flow_style=True).strip()] if mine else []
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--profile", required=True); p.add_argument("--out-dir", required=True); p.add_argument("--dest", required=True)
     p.add_argument("--jobs", type=int); p.add_argument("--keep"); p.add_argument("--summary"); p.add_argument("--inline-figures", action="store_true")
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument("--toy", action="store_true", help="the profile's code path at toy size (nbs/paper/toy.yaml)")
     p.add_argument("notebooks", nargs="*")
     a = p.parse_args()
     if bad := [x for x in a.param if "=" not in x]: sys.exit(f"run_papers: --param {bad[0]!r} is not NAME=VALUE")
@@ -51,16 +94,18 @@ def main():
         try: print("inputs: " + json.dumps(check_inputs(**given)), flush=True)
         except (OSError, ValueError) as e: sys.exit(f"run_papers: {e}")
     paper = root / "nbs" / "paper"
+    sizes, inputs = {}, {k: Path(v).name for k, v in given.items()}
+    if a.toy: sizes, params, toy = toy_sizes(a.profile, params, (paper / a.out_dir).resolve()); inputs.update(toy)
     names = [Path(n).stem for n in a.notebooks] or sorted(f.stem for f in paper.glob("[0-9]*.ipynb"))
     if absent := [n for n in names if not (paper / f"{n}.ipynb").exists()]: sys.exit(f"run_papers: no notebook {', '.join(absent)} in nbs/paper")
-    plan, jobs = paper_plan(names), a.jobs or default_jobs(a.profile)
+    plan, jobs = paper_plan(names), a.jobs or default_jobs(a.profile, a.toy)
     dest = Path(a.dest).resolve(); dest.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     if a.inline_figures: env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"  # figures kept in the executed notebook
     rel = lambda path: os.path.relpath(path, root)  # the commands run in the repository: no machine path enters the notebooks' metadata
     commands = {n: ["papermill", f"nbs/paper/{n}.ipynb", rel(dest / f"{n}.ipynb"), "-p", "profile", a.profile, "-p", "out_dir", a.out_dir,
                     "-k", "python3", "--cwd", "nbs/paper", "--log-level", "WARNING", "--no-progress-bar",
-                    *extra_params(n, paper / f"{n}.ipynb", params)] for n in names}
+                    *extra_params(n, paper / f"{n}.ipynb", params), *yaml_params(n, paper / f"{n}.ipynb", sizes)] for n in names}
     print(f"{len(names)} paper notebooks at profile {a.profile}, {jobs} at a time; executed notebooks and logs in {rel(dest)}/", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # killed: run_plan stops the notebooks it started, kernels included
     out = run_plan(commands, plan, jobs=jobs, log_dir=dest, env=env, cwd=root, alone=PAPER_ALONE, say=lambda s: print(s, flush=True),
@@ -77,7 +122,7 @@ def main():
                         + ", ".join(os.path.relpath(f, paper / a.out_dir) for f in stale), flush=True)
     if a.summary and done:
         rec = write_reproduce_summary(a.summary, done, paper / a.out_dir, a.profile, jobs=jobs, removed=stale,
-                                      elapsed=max(o["end"] for o in ran) - min(o["start"] for o in ran))
+                                      elapsed=max(o["end"] for o in ran) - min(o["start"] for o in ran), inputs=inputs or None)
         print(f"total {rec['total_wall_s']:.0f} s ({rec['notebooks_wall_s']:.0f} s of notebooks, {jobs} at a time); disk (MB): "
               + ", ".join(f"{k} {v / 1e6:.1f}" for k, v in rec["disk_bytes"].items()))
     if bad := [n for n, o in out.items() if o["status"] != "ok"]:
