@@ -356,7 +356,17 @@ def profile_table(profiles=None): # a dict of GRPOProfile; None: PROFILES
 
 # %% ../nbs/14_grpo.ipynb #1c6f64ea
 class _GRPOTrainer(ResumeFullWeights, SharesCores, GRPOTrainer):
-    "TRL's GRPOTrainer with two fixes: resuming full weights (speco3.runs, transformers#43701) and the prompt images as tensors."
+    "TRL's GRPOTrainer with three fixes: resuming full weights (speco3.runs, transformers#43701), the prompt images as tensors, and the data order of a resumed epoch."
+
+    def _get_train_sampler(self, dataset=None):
+        """TRL's sampler, its order drawn afresh from (seed, epoch) at each epoch. Why: TRL 1.16 seeds the sampler once and
+        draws one order per pass, and transformers does not replay the passes before a resume, so a run resumed at an
+        epoch boundary would repeat the first epoch's order (and pair the same rollouts with other questions' truths)."""
+        sampler = super()._get_train_sampler(dataset)
+        def set_epoch(epoch):  # transformers calls it before each epoch
+            if getattr(sampler, "shuffle", False) and sampler.seed is not None: sampler.generator.manual_seed(sampler.seed + epoch)
+        sampler.set_epoch = set_epoch
+        return sampler
 
     def _tokenize_prompts(self, prompts):
         """TRL's, with `pixel_values` and `image_grid_thw` stacked into tensors. Why: with environments TRL 1.16 tokenizes the

@@ -201,7 +201,8 @@ def parse(completion # one completion string, or a list of assistant-message str
                   found_in=found_in, format_ok=not reasons, reasons=reasons)
 
 # %% ../nbs/07_reward.ipynb #2ecc7270
-_A_WORD = re.compile(r"\b(YES|NO)\b", re.I)
+_A_YES = re.compile(r"\b(YES)\b", re.I)
+_A_NO = re.compile(r"\b(NO)\b", re.I)
 
 def _blocks(text, open_tag, close_tag):
     "(start, end) of each `open_tag…close_tag` block, left to right, each closed by the first close after it (linear)."
@@ -216,34 +217,43 @@ def _blocks(text, open_tag, close_tag):
 def _inner(text, span, open_tag, close_tag): return text[span[0] + len(open_tag):span[1] - len(close_tag)]
 
 def _a_box(s):
-    "The first non-empty \\boxed{…} content in `s` (to its first '}', whitespace collapsed; YES/NO upper-cased), else None."
+    "The first \\boxed{…} content in `s` (to its first '}', stripped; YES/NO upper-cased), '' when empty, None when no box."
     b = _blocks(s, "\\boxed{", "}")
     if not b: return None
-    c = " ".join(_inner(s, b[0], "\\boxed{", "}").split())
-    if not c: return None
+    c = _inner(s, b[0], "\\boxed{", "}").strip()
     return yes_no(c) or c
 
 def _a_word(s):
-    "The first standalone YES/NO word (any case) in `s`, upper-cased, else None."
-    m = _A_WORD.search(s)
-    return m.group(1).upper() if m else None
+    "YES when a standalone YES (any case) is anywhere in `s`, else NO when a standalone NO is, else None."
+    for w in (_A_YES, _A_NO):
+        if m := w.search(s): return m.group(1).upper()
+    return None
+
+def _a_last_line(s):
+    "The last non-empty line of `s`, stripped ('' when there is none)."
+    return next((l.strip() for l in reversed(s.split("\n")) if l.strip()), "")
 
 def authors_parse(completion # one completion string, or a list of assistant-message strings (joined with "\n")
                  ) -> dict:
-    "The authors' reading: `predicted_class` (any string), `format_ok`, and `reason` when the format fails."
-    text = _join(completion)
+    "The authors' reading: `predicted_class` (any string), `format_ok`, and `reason` (the first violation) when the format fails."
+    text, reasons = _join(completion), []
+    n_open, n_close = text.count("<think>"), text.count("</think>")
+    if n_open == n_close == 0: reasons.append("no <think>…</think> block")
+    elif n_open != n_close: reasons.append(f"{n_open} <think> and {n_close} </think> tags (need as many of each)")
+    n_open, n_close = text.count("<answer>"), text.count("</answer>")
     answers = [_inner(text, b, "<answer>", "</answer>") for b in _blocks(text, "<answer>", "</answer>")]
-    pred = (_a_box(answers[-1]) or _a_word(answers[-1])) if answers else None
-    pred = pred or _a_box(text) or _a_word(text) or text.strip().split("\n")[-1].strip()
-    thinks = _blocks(text, "<think>", "</think>")
-    rest = _fill(text, thinks, keep_length=False)  # the think blocks cut out
-    outside = [_inner(rest, b, "<answer>", "</answer>") for b in _blocks(rest, "<answer>", "</answer>")]
-    reason = None
-    if not thinks: reason = "no <think>…</think> block"
-    elif len(outside) != 1: reason = f"{len(outside)} <answer> blocks outside <think> (need exactly 1)"
-    elif not (b := _blocks(outside[0], "\\boxed{", "}")) or (yes_no(_inner(outside[0], b[0], "\\boxed{", "}")) is None):
-        reason = "the first \\boxed{} in <answer> is not YES or NO"
-    return dict(predicted_class=pred, format_ok=reason is None, reason=reason)
+    if (n_open, n_close) != (1, 1): reasons.append(f"{n_open} <answer> and {n_close} </answer> tags (need exactly one of each)")
+    elif not answers: reasons.append("no <answer>…</answer> block")
+    pred = None
+    if answers:
+        box = _a_box(answers[-1])
+        if box is None: reasons.append("no \\boxed{} in <answer>"); pred = _a_word(answers[-1])
+        else:
+            if box not in YES_NO: reasons.append("the first \\boxed{} in <answer> is not YES or NO")
+            pred = box
+    if not pred and reasons: pred = _a_box(text) or _a_word(text) or _a_last_line(text)
+    pred = " ".join((pred or text).split())
+    return dict(predicted_class=pred, format_ok=not reasons, reason=reasons[0] if reasons else None)
 
 
 # %% ../nbs/07_reward.ipynb #57405231

@@ -18,9 +18,9 @@ from .bench import file_stem, set_info
 
 # %% auto #0
 __all__ = ['ROLLOUT_N', 'LEARNING_RATE', 'TOTAL_EPOCHS', 'MAX_PROMPT_LENGTH', 'MAX_RESPONSE_LENGTH', 'MAX_ASSISTANT_TURNS',
-           'MAX_TOOL_RESPONSE_LENGTH', 'PROFILES', 'IMAGE_TOKENS', 'TOOL_REPLY_TOKENS', 'ASSISTANT_TOKENS',
-           'REWARD_MODULE', 'TOOL_MODULE', 'TOOL_CLASS', 'VERL_REQUIREMENTS', 'VerlProfile', 'image_tokens',
-           'response_length', 'grpo_config', 'tool_config', 'core_requirements', 'export_verl']
+           'MAX_TOOL_RESPONSE_LENGTH', 'AGENT_WORKERS', 'PROFILES', 'IMAGE_TOKENS', 'TOOL_REPLY_TOKENS',
+           'ASSISTANT_TOKENS', 'REWARD_MODULE', 'TOOL_MODULE', 'TOOL_CLASS', 'VERL_REQUIREMENTS', 'VerlProfile',
+           'image_tokens', 'response_length', 'grpo_config', 'tool_config', 'core_requirements', 'export_verl']
 
 # %% ../nbs/15_verl.ipynb #d684376f
 ROLLOUT_N = 8             # rollouts per question (GRPO group size)
@@ -30,6 +30,7 @@ MAX_PROMPT_LENGTH = 2048  # tokens: system + tools + question + overview image (
 MAX_RESPONSE_LENGTH = 32768  # the authors' data.max_response_length (our worst-case estimate, response_length(), is 10,240)
 MAX_ASSISTANT_TURNS = 8   # the authors' multi_turn.max_assistant_turns: 7 zooms and an answer (the paper's text says 8 tool calls)
 MAX_TOOL_RESPONSE_LENGTH = 1024  # the authors' multi_turn.max_tool_response_length (characters of tool text)
+AGENT_WORKERS = 8         # rollout.agent.num_workers: verl's default; the authors' config has 2 (see "The authors' recipe")
 
 @dataclass(frozen=True)
 class VerlProfile:
@@ -96,6 +97,9 @@ def _check_layout(p, nnodes, gpus):
         if b * ROLLOUT_N % n:
             raise ValueError(f"{n} GPUs ({nnodes} node(s) × {gpus}) do not divide the {what} of {b} questions × "
                              f"{ROLLOUT_N} rollouts = {b * ROLLOUT_N} sequences; use a GPU count that does")
+    if p.train_batch_size * ROLLOUT_N % AGENT_WORKERS:  # verl splits each rollout batch evenly over its agent-loop workers
+        raise ValueError(f"the {AGENT_WORKERS} agent-loop workers do not divide the train batch of {p.train_batch_size} "
+                         f"questions × {ROLLOUT_N} rollouts = {p.train_batch_size * ROLLOUT_N} sequences")
 
 def grpo_config(profile="paper", # a key of PROFILES, or a VerlProfile
                 model:str|None=None, # base model (the SFT output folder, a local folder or hub id); None: the profile's
@@ -119,7 +123,7 @@ def grpo_config(profile="paper", # a key of PROFILES, or a VerlProfile
                  "prompt_key": "prompt", "image_key": "images", "reward_fn_key": "data_source",
                  "max_prompt_length": MAX_PROMPT_LENGTH, "max_response_length": MAX_RESPONSE_LENGTH,
                  "train_batch_size": p.train_batch_size, "return_raw_chat": True, "return_multi_modal_inputs": False,
-                 "filter_overlong_prompts": True, "truncation": "error", "seed": 0},
+                 "filter_overlong_prompts": False, "truncation": "error", "seed": 0},
         "actor_rollout_ref": {
             "model": {"path": model or p.model, "custom_chat_template": template, "use_remove_padding": True,
                       "enable_gradient_checkpointing": True},
@@ -135,7 +139,7 @@ def grpo_config(profile="paper", # a key of PROFILES, or a VerlProfile
                                        "max_assistant_turns": MAX_ASSISTANT_TURNS, "max_parallel_calls": 1,
                                        "max_tool_response_length": MAX_TOOL_RESPONSE_LENGTH, "format": "hermes",
                                        "tool_config_path": f"{_R}/config/tool_config.yaml"},
-                        "agent": {"default_agent_loop": "tool_agent", "num_workers": 8}}},
+                        "agent": {"default_agent_loop": "tool_agent", "num_workers": AGENT_WORKERS}}},
         "algorithm": {"adv_estimator": "grpo", "norm_adv_by_std_in_grpo": True, "use_kl_in_reward": False,
                       "kl_ctrl": {"kl_coef": 0.0}},
         "reward": {"custom_reward_function": {"path": f"{_R}/{REWARD_MODULE}", "name": "compute_score",
@@ -178,7 +182,7 @@ import asyncio, copy
 from uuid import uuid4
 from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
-from speco3.tool import SpectralVisualizationTool, TOOL_NAME, TOOL_SCHEMA
+from speco3.tool import ERROR_REWARD, SpectralVisualizationTool, TOOL_NAME, TOOL_SCHEMA
 
 
 class _FullSchema(OpenAIFunctionToolSchema):
@@ -204,14 +208,14 @@ class SpectralVisualizationVerlTool(BaseTool):
         return instance_id, ToolResponse()
 
     async def execute(self, instance_id, parameters, **kwargs):
-        "Run one call; the plot comes back as ToolResponse.image = [PIL image], with no step reward."
+        "Run one call: the plot as ToolResponse.image = [PIL image] and step reward 0.0, or an error text and ERROR_REWARD."
         tool = self._tools.get(instance_id)
         if tool is None:
-            return ToolResponse(text="Error: the tool was not set up for this sample; call it again."), 0.0, {"ok": False}
+            return ToolResponse(text="Error: the tool was not set up for this sample; call it again."), ERROR_REWARD, {"ok": False}
         res = await asyncio.get_running_loop().run_in_executor(None, tool.call, parameters)  # drawing off the event loop
         metrics = {"ok": res.ok, "error": res.error, "ms": res.ms, "n_points": res.n_points, "clipped": res.clipped}
-        if not res.ok: return ToolResponse(text=res.text), 0.0, metrics
-        return ToolResponse(text=res.text, image=[res.image]), 0.0, metrics
+        if not res.ok: return ToolResponse(text=res.text), res.reward, metrics
+        return ToolResponse(text=res.text, image=[res.image]), res.reward, metrics
 
     async def release(self, instance_id, **kwargs):
         self._tools.pop(instance_id, None)
@@ -470,7 +474,10 @@ def export_verl(out, # the run directory to write
                                          f"{TOOL_REPLY_TOKENS}) + {MAX_TOOL_CALLS + 1}·{ASSISTANT_TOKENS} = {response_length(multiple=1)} fits in it",
              "actor_rollout_ref.rollout.multi_turn.max_assistant_turns": "the authors' config: 8 assistant turns (7 zooms and an answer; the paper's text says 8 tool calls)",
              "actor_rollout_ref.model.custom_chat_template": "speco3.prompts.chat_template(): rollouts see the SFT data's text",
-             "algorithm.kl_ctrl": "no KL term (the paper's setting); with use_kl_loss false there is no reference model"}
+             "algorithm.kl_ctrl": "no KL term (the paper's setting); with use_kl_loss false there is no reference model",
+             "data.filter_overlong_prompts": "the authors' value (false): with truncation 'error' an overlong prompt stops the run",
+             "actor_rollout_ref.rollout.agent.num_workers": f"{AGENT_WORKERS}, verl's default (the authors': 2); it sets how many "
+                                                            "processes draw the tool's plots, not what is learnt"}
     (out / "config" / "speco3_grpo.yaml").write_text(_yaml(cfg, head, notes), encoding="utf-8")
     (out / "config" / "tool_config.yaml").write_text(
         _yaml(tools, "the spectral visualization tool: speco3_verl_tool.py, schema = speco3.tool.TOOL_SCHEMA"), encoding="utf-8")

@@ -2,7 +2,9 @@
 
 The declared extras are the verl environment and a GPU (`EXTRAS`); such a skip's reason starts with
 "optional extra <name>:". Every other skip is a test that ran short: it is listed at the end of the run, and under
-`bin/test` (which sets SPECO3_STRICT_SKIPS=1) it fails the run."""
+`bin/test` (which sets SPECO3_STRICT_SKIPS=1) it fails the run. SPECO3_REQUIRE_EXTRAS (names, comma- or
+space-separated) takes extras off the declared list where they must be present: `tools/verl_env.sh` sets it to verl,
+so in verl's own environment a skip for want of verl fails the run too."""
 import os, re
 import pytest
 
@@ -22,8 +24,14 @@ def _reason(report) -> str:
     return re.sub(r"^Skipped: ", "", text)
 
 
+def _required() -> set:
+    "The extras this run must have (SPECO3_REQUIRE_EXTRAS): a skip for want of one of them is not declared."
+    return set(filter(None, re.split(r"[,\s]+", os.environ.get("SPECO3_REQUIRE_EXTRAS", ""))))
+
+
 def _declared(reason:str) -> bool:
-    return re.match(rf"optional extra ({'|'.join(EXTRAS)}):", reason) is not None
+    m = re.match(rf"optional extra ({'|'.join(EXTRAS)}):", reason)
+    return m is not None and m.group(1) not in _required()
 
 
 def pytest_runtest_logreport(report):

@@ -186,6 +186,16 @@ def test_the_environment_answers_eight_calls(rows):
 
 # --- a run, killed and resumed ---------------------------------------------------------------------------------------
 
+def test_each_epoch_order_depends_only_on_seed_and_epoch(step):
+    "A resumed run builds a fresh sampler; at epoch 1 it must draw what an unbroken run draws after epoch 0."
+    trainer, _ = step
+    unbroken = trainer._get_train_sampler()
+    unbroken.set_epoch(0); first = list(unbroken)
+    unbroken.set_epoch(1); second = list(unbroken)
+    resumed = trainer._get_train_sampler()
+    resumed.set_epoch(1)
+    assert list(resumed) == second and sorted(first) == sorted(second)
+
 class Kill(TrainerCallback):
     "Stops the run right after the step-2 checkpoint is on disk, as a kill would."
     def on_save(self, args, state, control, **kw):

@@ -224,10 +224,36 @@ def test_reward_conformance(i):
     assert r["ground_truth"] == c["authors"]["true_class"]
 
 def test_answer_inside_thinking_scores_as_the_authors():
+    # their code counts tags over the whole text: one <think>, one </think>, one <answer>, one </answer> is valid
     text = "<think>Broad Balmer lines. <answer>\\boxed{YES}</answer> so it is a CV.</think>"
     r = score(text, "YES")
-    assert (r["prediction"], r["format_ok"], r["score"]) == ("YES", False, pytest.approx(0.8))
+    assert (r["prediction"], r["format_ok"], r["score"]) == ("YES", True, pytest.approx(1.0))
     assert score(text, "YES", rule="speco3")["score"] == pytest.approx(0.8)
+
+# --- a </think> with no <think> before it (issue 40). The shared conformance file has 58 completions that open with
+# "closing only</think>", but each of them also fails the authors' format for another reason (no think block at all,
+# no box, two answers...), so none tells the rule apart. These are built from the stated rule of the authors' code
+# (as many <think> tags as </think> tags, at least one): -alpha when wrong, 1 - alpha when right, not 0 and 1.
+CLOSE_ONLY = [  # (completion, ground truth, the authors' score, their predicted class)
+    ("closing only</think><answer>\\boxed{NO}</answer><think>after</think>", "YES", -0.2, "NO"),
+    ("closing only</think><answer>\\boxed{NO}</answer><think>after</think>", "NO", 0.8, "NO"),
+    ("closing only</think><answer>\\boxed{yes}</answer><think>after</think>", "NO", -0.2, "YES"),
+    ("closing only</think><answer>\\boxed{YES}</answer>\n<think>after</think>\nFinal: NO", "YES", 0.8, "YES"),
+    ('<tool_call>\n{"name": "spectral_visualization_tool", "arguments": {"wavelength_range": [6480, 6650]}}\n</tool_call>\n'
+     "closing only</think><answer>\n\\boxed{ No }\n</answer><think>after</think>", "YES", -0.2, "NO"),
+    ("<think>a</think></think><answer>\\boxed{NO}</answer>", "YES", -0.2, "NO"),    # a stray close after a full block
+    ("</think><think>x</think><answer>\\boxed{NO}</answer><think>", "YES", 0.0, "NO"),  # two and two: balanced, valid
+]
+
+@pytest.mark.parametrize("completion, truth, want, predicted", CLOSE_ONLY)
+def test_close_without_open_think_fails_the_authors_format(completion, truth, want, predicted):
+    r = score(completion, truth)
+    assert (r["score"], r["predicted_class"]) == (pytest.approx(want), predicted), r["reasons"]
+    assert r["format_ok"] == (want in (0.0, 1.0))
+
+def test_conformance_close_only_cases_exercised():
+    # the shared file's "closing only</think>" completions are scored by test_reward_conformance; keep them there
+    assert sum("closing only</think>" in c["completion"] for c in CASES) >= 50
 
 def test_richer_parse_does_not_change_the_score():
     text = T + CALL + RESP + T + "<answer>\\boxed{YES} \\boxed{NO}</answer>"

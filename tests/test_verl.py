@@ -10,18 +10,19 @@ from conftest import optional_extra
 import yaml
 from PIL import Image
 
-from speco3.verl import (PROFILES, TOOL_MODULE, REWARD_MODULE, TOOL_CLASS, VERL_REQUIREMENTS, export_verl, grpo_config,
-                         tool_config, response_length, core_requirements, _stand_in_verl, _load_module)
+from speco3.verl import (PROFILES, TOOL_MODULE, REWARD_MODULE, TOOL_CLASS, VERL_REQUIREMENTS, AGENT_WORKERS, ROLLOUT_N,
+                         VerlProfile, export_verl, grpo_config, tool_config, response_length, core_requirements,
+                         _stand_in_verl, _load_module)
 from speco3.bench import write_set
 from speco3.io import real_spectra_dir, read_spectrum, to_specvi_row
 from speco3.prompts import chat_template, system_text, PAPER_TASKS
 from speco3.reward import score
 from speco3.simulate import simulate
-from speco3.tool import TOOL_NAME, TOOL_SCHEMA, SpectralVisualizationTool
+from speco3.tool import ERROR_REWARD, TOOL_NAME, TOOL_SCHEMA, SpectralVisualizationTool
 
 HAVE_VERL = importlib.util.find_spec("verl") is not None
 NO_VERL = optional_extra("verl", "verl is not importable here: it pins transformers<5.11 and lives in its own environment "
-           "(nbs/15_verl.ipynb shows how to make one); run these tests there")
+           "(tools/verl_env.sh makes one and runs these tests there; nbs/15_verl.ipynb explains it)")
 needs_verl = pytest.mark.skipif(not HAVE_VERL, reason=NO_VERL)
 SLOPPY, GOOD = "It is a CV. \\boxed{YES}", "<think>Broad Balmer emission.</think><answer>\\boxed{YES}</answer>"
 
@@ -175,6 +176,51 @@ def test_requirements(run_dir):
         assert {name(r) for r in core_requirements()} == {name(r) for r in cp["DEFAULT"]["requirements"].split()}
 
 
+# ---------------------------------------------------------------- the authors' recipe (always)
+# Their released verl config (Maxwell-Jia/spec-o3, recipe/spec_o3/configs/spec_o3.yaml) and their tool's step reward
+# (tests/conformance/tool: -0.05 for every failed call). Each value is either taken or, where ours differs, the
+# difference is explained in nbs/15_verl.ipynb ("The authors' recipe").
+AUTHORS = {"data.filter_overlong_prompts": False, "actor_rollout_ref.rollout.agent.num_workers": 2, "failed call step reward": -0.05}
+
+
+def test_filter_overlong_prompts_is_the_authors(run_dir):
+    for name in PROFILES:
+        data = grpo_config(name)["data"]
+        assert (data["filter_overlong_prompts"], data["truncation"]) == (AUTHORS["data.filter_overlong_prompts"], "error")
+    text = (run_dir / "config" / "speco3_grpo.yaml").read_text()
+    assert "# data.filter_overlong_prompts: the authors' value" in text
+
+
+def test_failed_call_step_reward_is_the_authors():
+    cases = [json.loads(l) for l in (Path(__file__).parent / "conformance" / "tool" / "cases.jsonl").read_text().splitlines() if l.strip()]
+    assert {c["tool_reward"] for c in cases if not c["success"]} == {AUTHORS["failed call step reward"]} == {ERROR_REWARD}
+
+
+def test_agent_workers_differ_with_a_reason():
+    for name, p in PROFILES.items():
+        assert grpo_config(name)["actor_rollout_ref"]["rollout"]["agent"]["num_workers"] == AGENT_WORKERS
+        assert p.train_batch_size * ROLLOUT_N % AGENT_WORKERS == 0   # verl splits a rollout batch evenly over the workers
+    import speco3.verl as sv
+    odd = VerlProfile("odd", "m", 1, 1, train_batch_size=3, ppo_mini_batch_size=1, gpu_memory_utilization=0.5, offload=True)
+    grpo_config(odd)   # 3 x 8 rollouts split over 8 workers
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sv, "AGENT_WORKERS", 16)   # 24 rollouts do not split over 16 workers
+        with pytest.raises(ValueError, match="agent-loop workers"): grpo_config(odd)
+    assert AGENT_WORKERS != AUTHORS["actor_rollout_ref.rollout.agent.num_workers"]
+    nb = Path(__file__).resolve().parents[1] / "nbs" / "15_verl.ipynb"
+    if nb.exists():  # the reason is written where the export is explained
+        cells = ["".join(c["source"]) for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "markdown"]
+        (section,) = [c for c in cells if c.startswith("## The authors' recipe")]
+        for key in ("filter_overlong_prompts", "num_workers", "−0.05"): assert key in section, key
+
+
+def test_reward_module_ignores_step_rewards(run_dir):
+    rew = _load_module(run_dir / REWARD_MODULE)
+    for text, truth in [(GOOD, "YES"), (SLOPPY, "NO")]:
+        plain = rew.compute_score("cv", text, truth, extra_info={"index": 0})["score"]
+        assert rew.compute_score("cv", text, truth, extra_info={"index": 0, "tool_rewards": [ERROR_REWARD] * 3})["score"] == plain
+
+
 # ---------------------------------------------------------------- the adapters against stand-ins (always)
 
 def test_tool_module_with_stand_ins(run_dir):
@@ -183,13 +229,14 @@ def test_tool_module_with_stand_ins(run_dir):
         mod = _load_module(run_dir / TOOL_MODULE)
         tool = mod.SpectralVisualizationVerlTool({"type": "native", "style": "fast"}, None)
         resp, reward, metrics = asyncio.run(one_call(tool, ck, {"wavelength_range": [6480, 6650], "label": "H-alpha"}))
-        bad, _, bad_metrics = asyncio.run(one_call(tool, ck, {"wavelength_range": [6480]}))
+        bad, bad_reward, bad_metrics = asyncio.run(one_call(tool, ck, {"wavelength_range": [6480]}))
     assert tool.name == TOOL_NAME and tool.style == "fast"
     assert tool.tool_schema.model_dump(exclude_unset=True, exclude_none=True) == TOOL_SCHEMA
     assert isinstance(resp.image, list) and isinstance(resp.image[0], Image.Image) and reward == 0.0 and metrics["ok"]
     direct = SpectralVisualizationTool.from_create_kwargs(ck, style="fast").call({"wavelength_range": [6480, 6650], "label": "H-alpha"})
     assert resp.text == direct.text and np.array_equal(np.asarray(resp.image[0]), np.asarray(direct.image))
     assert bad.text.startswith("Error:") and bad.image is None and bad_metrics["error"] == "invalid"   # the authors' one error line for any bad window
+    assert bad_reward == ERROR_REWARD == -0.05   # the authors' step reward for a failed call
     assert tool._tools == {}
     assert "verl.tools.base_tool" not in sys.modules or HAVE_VERL
 
@@ -240,16 +287,29 @@ def test_real_config_composes_and_validates(verl_config, run_dir):
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import omega_conf_to_dataclass, validate_config
     cfg = verl_config
+    # what verl must read: the export's own config for the profile the run directory was written with, so these
+    # assertions follow the export and cannot go stale when a setting changes
+    ours = yaml.safe_load((run_dir / "config" / "speco3_grpo.yaml").read_text())
+    p = PROFILES[ours["speco3"]["profile"]]
+    want_r, want_a = ours["actor_rollout_ref"]["rollout"], ours["actor_rollout_ref"]["actor"]
     assert not need_reference_policy(cfg) and not need_critic(cfg)  # no KL: no reference model; GRPO: no critic
     validate_config(cfg, use_reference_policy=False, use_critic=False)
     rollout = omega_conf_to_dataclass(cfg.actor_rollout_ref.rollout)
-    assert (rollout.name, rollout.n, rollout.response_length, rollout.prompt_length) == ("sglang", 8, 10240, 2048)
-    mt = rollout.multi_turn
-    assert (mt.enable, mt.max_assistant_turns, mt.max_user_turns, mt.max_parallel_calls, mt.format) == (True, 8, 8, 1, "hermes")
+    # verl copies data.max_{prompt,response}_length into the rollout's prompt_length and response_length
+    assert (rollout.name, rollout.n, rollout.response_length, rollout.prompt_length) == (
+        want_r["name"], ROLLOUT_N, ours["data"]["max_response_length"], ours["data"]["max_prompt_length"])
+    assert rollout.response_length >= response_length()  # the worst-case budget fits
+    assert (rollout.tensor_model_parallel_size, rollout.gpu_memory_utilization) == (p.tensor_parallel, p.gpu_memory_utilization)
+    mt, want_mt = rollout.multi_turn, want_r["multi_turn"]
+    assert (mt.enable, mt.max_assistant_turns, mt.max_user_turns, mt.max_parallel_calls, mt.format, mt.max_tool_response_length) == (
+        True, want_mt["max_assistant_turns"], want_mt["max_user_turns"], want_mt["max_parallel_calls"], want_mt["format"],
+        want_mt["max_tool_response_length"])
     assert mt.tool_config_path == f"{run_dir.resolve()}/config/tool_config.yaml" and Path(mt.tool_config_path).exists()
-    assert rollout.agent.default_agent_loop == "tool_agent"
+    assert (rollout.agent.default_agent_loop, rollout.agent.num_workers) == ("tool_agent", AGENT_WORKERS)
     actor = omega_conf_to_dataclass(cfg.actor_rollout_ref.actor)
-    assert (actor.use_kl_loss, actor.optim.lr, actor.ppo_mini_batch_size, actor.strategy) == (False, 1e-6, 32, "fsdp")
+    assert (actor.use_kl_loss, actor.optim.lr, actor.ppo_mini_batch_size, actor.strategy) == (
+        False, want_a["optim"]["lr"], p.ppo_mini_batch_size, "fsdp")
+    assert (cfg.data.train_batch_size, cfg.data.filter_overlong_prompts, cfg.data.truncation) == (p.train_batch_size, False, "error")
     algo = omega_conf_to_dataclass(cfg.algorithm)
     assert (algo.adv_estimator, algo.use_kl_in_reward, algo.kl_ctrl.kl_coef) == ("grpo", False, 0.0)
     # verl builds its reward manager from reward.reward_manager itself (its RewardConfig dataclass does not convert,
@@ -314,8 +374,9 @@ def test_real_tool_through_verl(run_dir, monkeypatch):
     assert resp.text.startswith("Generated spectral visualization") and "H-beta" in resp.text
     assert len(resp.image) == 1 and isinstance(resp.image[0], Image.Image)
     bad = FunctionCall(name=TOOL_NAME, arguments=json.dumps({"wavelength_range": "4800-4920"}))
-    resp, _, _ = asyncio.run(loop._call_tool(bad, tools_kwargs, agent))
+    resp, reward, _ = asyncio.run(loop._call_tool(bad, tools_kwargs, agent))
     assert resp.text.startswith("Error:") and not resp.image
+    assert reward == ERROR_REWARD   # the authors' step reward reaches verl's agent loop (agent_data.tool_rewards)
     assert tool._tools == {}  # released after each call
 
 
@@ -336,6 +397,9 @@ def test_real_reward_loading(verl_config):
     fn = get_custom_reward_fn(verl_config)
     out = fn(data_source="cv", solution_str=SLOPPY, ground_truth="YES", extra_info={"num_turns": 2})
     assert out["score"] == pytest.approx(0.8) and out["acc"] == 1.0 and out["pred"] == "YES"
+    # verl 0.9.1 hands the tool's step rewards to the reward only as extra_info["tool_rewards"]; they do not count
+    out = fn(data_source="cv", solution_str=SLOPPY, ground_truth="YES", extra_info={"num_turns": 2, "tool_rewards": [ERROR_REWARD]})
+    assert out["score"] == pytest.approx(0.8)
     from omegaconf import open_dict
     cfg = verl_config.copy()
     with open_dict(cfg): cfg.reward.custom_reward_function.reward_kwargs.alpha = 0.5
