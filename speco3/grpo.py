@@ -32,10 +32,10 @@ except ImportError as e:  # the model side is the `train` extra, not the core
     raise ImportError(f"speco3.grpo needs torch, transformers, trl and datasets ({e}); install them with: pip install 'speco3[train]'") from e
 
 # %% auto #0
-__all__ = ['LARGEST_IMAGE', 'PROFILES', 'SpectralToolEnv', 'demo_rows', 'grpo_example', 'grpo_rows', 'grpo_dataset',
-           'assistant_text', 'make_reward', 'tool_turn_tokens', 'call_tokens', 'completion_budget', 'paper_processor',
-           'GRPOProfile', 'settle', 'batch_plan', 'grpo_args', 'profile_table', 'grpo_trainer', 'save_reward_curve',
-           'fifths', 'train_grpo']
+__all__ = ['LARGEST_IMAGE', 'PROFILES', 'VLLM_MODES', 'LOGIT_BAN', 'SpectralToolEnv', 'demo_rows', 'grpo_example', 'grpo_rows',
+           'grpo_dataset', 'assistant_text', 'make_reward', 'tool_turn_tokens', 'call_tokens', 'completion_budget',
+           'paper_processor', 'GRPOProfile', 'settle', 'batch_plan', 'grpo_args', 'profile_table', 'grpo_trainer',
+           'save_reward_curve', 'fifths', 'train_grpo', 'ban_tokens', 'check_vllm']
 
 # %% ../nbs/14_grpo.ipynb #f9da7510
 class _Tool(dict):
@@ -345,8 +345,9 @@ def grpo_args(prof, # a GRPOProfile
     same = ("learning_rate", "lr_scheduler_type", "warmup_steps", "weight_decay", "max_grad_norm", "beta", "epsilon", "loss_type",
             "temperature", "max_completion_length", "num_train_epochs", "max_steps", "bf16", "activation_checkpointing",
             "logging_steps", "save_steps", "save_total_limit")
+    extra.setdefault("use_vllm", False)  # HF generate unless the caller asks for vLLM (see "Generating with vLLM")
     return GRPOConfig(output_dir=str(output_dir), seed=seed, data_seed=seed, **batch_plan(prof, world_size),
-                      max_tool_calling_iterations=prof.max_tool_calls, scale_rewards="group", use_vllm=False,
+                      max_tool_calling_iterations=prof.max_tool_calls, scale_rewards="group",
                       use_cpu=not torch.cuda.is_available(), save_strategy="steps", report_to="none", disable_tqdm=not progress,
                       dataloader_num_workers=0, dataloader_pin_memory=torch.cuda.is_available(), remove_unused_columns=False, **{k: getattr(prof, k) for k in same}, **extra)
 
@@ -407,6 +408,7 @@ def grpo_trainer(data, # a SpecVI-Bench folder/parquet/rows, or a Dataset made b
     "A ready TRL `GRPOTrainer` with one `SpectralToolEnv` per rollout (none with `max_tool_calls=0`); its settings are in `trainer.speco3`."
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     prof, extra = settle(profile, **overrides)
+    check_vllm(extra)  # before any weights load: a missing vLLM or a wrong mode is one line, not a crash minutes in
     if prof.bf16 and not torch.cuda.is_available():
         raise ValueError(f"profile {prof.name!r} trains in bf16 on a GPU and there is no CUDA device here; use profile='cpu' or 'smoke', or pass bf16=False")
     set_seed(seed)
@@ -431,7 +433,7 @@ def grpo_trainer(data, # a SpecVI-Bench folder/parquet/rows, or a Dataset made b
         warnings.warn(f"max_completion_length {prof.max_completion_length} holds fewer than {prof.max_tool_calls} plots with "
                       f"{prof.reasoning_tokens} reasoning tokens each (needs {budget['total']}); TRL drops tool replies that do not fit, "
                       "counted in the log as dropped_tool_images")
-    extra["generation_kwargs"] = {**(extra.get("generation_kwargs") or {}), "suppress_tokens": _vision_ids(processor)}
+    extra["generation_kwargs"] = ban_tokens(extra.get("generation_kwargs"), _vision_ids(processor), vllm=extra.get("use_vllm", False))
     reward = make_reward(prof.alpha)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*environment_factory.*experimental")
@@ -522,6 +524,28 @@ def train_grpo(data, # a SpecVI-Bench folder (train split of the five tasks), pa
                    rewards_csv=str(csv_path), figure=str(png))
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1, default=str))
     return metrics
+
+# %% ../nbs/14_grpo.ipynb #65ea46c8
+VLLM_MODES = ("colocate", "server")  # TRL's vllm_mode values
+LOGIT_BAN = -100.0  # the most negative logit_bias the OpenAI protocol allows
+
+def ban_tokens(generation_kwargs, # the caller's generation_kwargs (or None)
+               ids, # token ids the policy must never sample
+               vllm=False) -> dict: # True: in the form vLLM's SamplingParams takes (logit_bias), else HF generate's (suppress_tokens)
+    "`generation_kwargs` with `ids` banned, in the form the generation backend takes."
+    g = dict(generation_kwargs or {})
+    if not vllm: return {**g, "suppress_tokens": sorted(set(g.get("suppress_tokens") or []) | set(ids))}
+    if "suppress_tokens" in g: raise ValueError("generation_kwargs: vLLM's SamplingParams has no suppress_tokens; ban tokens with logit_bias={id: -100} instead")
+    return {**g, "logit_bias": {**{int(k): float(v) for k, v in (g.get("logit_bias") or {}).items()}, **{int(i): LOGIT_BAN for i in ids}}}
+
+def check_vllm(extra): # the GRPOConfig arguments of a run (settle's second value)
+    "Nothing when the run generates with HF, or with vLLM in a known mode and vLLM importable; else a one-line error."
+    if not extra.get("use_vllm"): return
+    mode = extra.get("vllm_mode", "colocate")
+    if mode not in VLLM_MODES: raise ValueError(f"vllm_mode must be 'colocate' or 'server', got {mode!r}")
+    from trl.generation import vllm_generation  # asked where TRL asks, so a stubbed vLLM passes here as it passes there
+    if not vllm_generation.is_vllm_available():
+        raise ImportError("use_vllm=True but vLLM is not installed here: pip install 'trl[vllm]' on a Linux GPU machine, or drop use_vllm to generate with transformers")
 
 # %% ../nbs/14_grpo.ipynb #0fafbc83
 def _record_batches(trainer): # a GRPOTrainer

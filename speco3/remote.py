@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from PIL import Image
 from .policy import Episode, Policy
-from .prompts import system_text
+from .prompts import check_prompt, newest_plots, system_text
 from .tool import TOOL_NAME, TOOL_SCHEMA
 
 # %% auto #0
@@ -300,7 +300,9 @@ class OpenAIPolicy(Policy):
                  seed=None,           # sent to the server (vLLM samples reproducibly with it) and seeds the retry jitter
                  tool_mode="text",    # "text": Hermes tags in the text (checkpoints); "native": tools= and tool_calls (APIs)
                  image_format="png",  # "png" (lossless, as in training) or "jpeg" (smaller)
-                 extra_body=None):    # more request fields, e.g. {"top_k": 20} or {"max_completion_tokens": 8192}
+                 extra_body=None,     # more request fields, e.g. {"top_k": 20} or {"max_completion_tokens": 8192}
+                 prompt="paper",      # the prompt style the agent asks in (`speco3.prompts.PROMPTS`): a trained checkpoint's own
+                 keep_plots=None):    # None: every plot is sent; k: only the newest k, as a checkpoint trained that way sees them
         model = model or os.environ.get(ENV_MODEL)
         base_url = base_url or os.environ.get(ENV_BASE_URL)
         if not model: raise ValueError(f"OpenAIPolicy: no model name; pass model= or set ${ENV_MODEL} to the name the server serves")
@@ -311,6 +313,8 @@ class OpenAIPolicy(Policy):
         if not timeout or not 0 < timeout < float("inf"): raise ValueError(f"OpenAIPolicy: timeout must be > 0 s, got {timeout}")
         if int(max_retries) < 0 or backoff < 0: raise ValueError("OpenAIPolicy: max_retries and backoff must be >= 0")
         if extra_body is not None and not isinstance(extra_body, dict): raise ValueError("OpenAIPolicy: extra_body must be a dict")
+        if keep_plots is not None and int(keep_plots) < 1: raise ValueError(f"OpenAIPolicy: keep_plots must be None or at least 1, got {keep_plots!r}")
+        self.prompt, self.keep_plots = check_prompt(prompt), None if keep_plots is None else int(keep_plots)
         self.model, self.base_url = str(model), _base_url(base_url)
         self.url = self.base_url + "/chat/completions"
         self._key = api_key if api_key is not None else os.environ.get(ENV_API_KEY)
@@ -334,7 +338,9 @@ class OpenAIPolicy(Policy):
         return {"name": self.name, "model": self.model, "base_url": _shown(self.base_url), "tool_mode": self.tool_mode,
                 "temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens, "seed": self.seed,
                 "image_format": self.image_format, "extra_body": self.extra_body, "max_concurrency": self.max_concurrency,
-                "timeout": self.timeout, "max_retries": self.max_retries}
+                "timeout": self.timeout, "max_retries": self.max_retries,
+                **({"prompt": self.prompt} if self.prompt != "paper" else {}),  # only when set: older run folders still resume
+                **({"keep_plots": self.keep_plots} if self.keep_plots is not None else {})}
 
     def payload(self,
                 episode:Episode # the conversation to continue
@@ -347,7 +353,7 @@ class OpenAIPolicy(Policy):
                 hit = cache[(id(image), self.image_format)] = (image, _image_url(image, self.image_format))
             return hit[1]
         wire = _wire_text if self.tool_mode == "text" else _wire_native
-        body = {"model": self.model, "messages": wire(episode.messages, img)}
+        body = {"model": self.model, "messages": wire(newest_plots(episode.messages, self.keep_plots), img)}
         for k in ("temperature", "top_p", "max_tokens", "seed"):
             if getattr(self, k) is not None: body[k] = getattr(self, k)
         if self.tool_mode == "native" and episode.max_tool_calls > 0: body["tools"] = [TOOL_SCHEMA]

@@ -12,12 +12,13 @@ from .io import atomic_write
 from . import profiles
 
 # %% auto #0
-__all__ = ['PROFILES', 'VERDICT_MARKERS', 'PAPER_DEPS', 'PAPER_ALONE', 'check_profile', 'output_dirs', 'git_commit',
-           'environment', 'machine', 'write_run_record', 'save_figure', 'work_parts', 'predictions_path',
+__all__ = ['PROFILES', 'SERVED_BATCH', 'VERDICT_MARKERS', 'PAPER_DEPS', 'PAPER_ALONE', 'check_profile', 'output_dirs',
+           'git_commit', 'environment', 'machine', 'write_run_record', 'save_figure', 'work_parts', 'predictions_path',
            'save_predictions', 'main_table_from', 'run_name', 'benchmark_dir', 'relative', 'is_snapshot', 'data_label',
-           'extra_sets', 'check_model_dir', 'check_inputs', 'vet_model', 'load_predictions', 'behaviour_table',
-           'small_set', 'small_sft', 'reading_table', 'verdict_prompt', 'verdict_states', 'folder_bytes',
-           'write_reproduce_summary', 'keep_notebook', 'scrub_paths', 'stale_outputs', 'paper_plan', 'run_plan']
+           'extra_sets', 'check_model_dir', 'check_inputs', 'served_policy', 'vet_model', 'load_predictions',
+           'behaviour_table', 'small_set', 'small_sft', 'reading_table', 'verdict_prompt', 'verdict_states',
+           'folder_bytes', 'write_reproduce_summary', 'keep_notebook', 'scrub_paths', 'stale_outputs', 'paper_plan',
+           'run_plan']
 
 # %% ../nbs/90_reproduce.ipynb #2e82fe7d
 PROFILES = profiles.PROFILES  # the names live in speco3.profiles, with every stage's settings (`profiles.table()`)
@@ -320,17 +321,39 @@ def check_inputs(data=None, # a SpecVI-Bench snapshot or SpecVI-Sim build
     return out
 
 # %% ../nbs/90_reproduce.ipynb #2ce0d2ec
+SERVED_BATCH = 64  # episodes in flight at once when a server vets (a batching server wants many)
+
+def served_policy(model_dir, # the model folder the server runs: its speco3_context.json says how the model asks and what it keeps in view
+                  endpoint, # the server's OpenAI-compatible API root, e.g. http://localhost:8000/v1 of `vllm serve`
+                  max_new_tokens=320, # per assistant turn
+                  seed=0, # sampling seed (greedy decoding does not use it)
+                  served_name=None): # the name the server serves the model under; None: str(model_dir), what `vllm serve MODEL_DIR` uses
+    "An `OpenAIPolicy` that asks as `HFPolicy(model_dir)` does: greedy, each turn ending after a tool call, in the model's own prompt style and plot window."
+    from speco3.hf import saved_context
+    from speco3.remote import OpenAIPolicy
+    ctx = saved_context(model_dir)
+    return OpenAIPolicy(model=served_name or str(model_dir), base_url=endpoint, temperature=0.0, max_tokens=max_new_tokens, seed=seed,
+                        tool_mode="text", prompt=ctx.get("prompt", "paper"), keep_plots=ctx.get("keep_plots"), max_concurrency=SERVED_BATCH,
+                        extra_body={"stop": ["</tool_call>"], "include_stop_str_in_output": True,  # vLLM's names; HFPolicy stops there too
+                                    "repetition_penalty": 1.0})  # as HFPolicy, whatever the checkpoint's generation_config.json says
+
 def vet_model(model_dir, # a model folder HFPolicy loads (a trained run's model/, the tiny base, ...)
               samples, # the rows to vet (speco3.agent.load_samples rows)
               run_dir, # run folder for trajectories (a killed run resumes)
               style="fast", # renderer style of the images (the style the model was trained on)
               max_new_tokens=320, # per assistant turn
               seed=0, # sampling seed (greedy decoding does not use it)
-              zoom=True # False: the no-tool ablation (the model sees the overview only)
+              zoom=True, # False: the no-tool ablation (the model sees the overview only)
+              endpoint=None, # None: HFPolicy in this process; an OpenAI-compatible API root (e.g. `vllm serve`'s http://HOST:8000/v1): that server
+              served_name=None # with `endpoint`: the name the server serves `model_dir` under (None: str(model_dir))
              ) -> tuple[list, dict]:
     "(trajectory records, run summary with the policy's generation statistics) of `model_dir` on `samples`."
-    from speco3.hf import HFPolicy
     from speco3.agent import run, read_trajectories
+    if endpoint:
+        policy = served_policy(model_dir, endpoint, max_new_tokens, seed, served_name)
+        summary = run(samples, policy, run_dir, progress=False, style=style, zoom=zoom, batch_size=SERVED_BATCH)
+        return read_trajectories(run_dir), dict(summary, generation=policy.stats())
+    from speco3.hf import HFPolicy
     policy = HFPolicy(str(model_dir), max_new_tokens=max_new_tokens, seed=seed)
     summary = run(samples, policy, run_dir, progress=False, style=style, zoom=zoom)
     return read_trajectories(run_dir), dict(summary, generation=policy.stats)
