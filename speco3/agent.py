@@ -16,7 +16,7 @@ import numpy as np
 from .spectrum import Spectrum, SpectrumError
 from .io import read_spectrum, science_targets, atomic_write, read_jsonl, append_jsonl, run_lock
 from .tool import SpectralVisualizationTool, TOOL_NAME, MIN_POINTS
-from .prompts import build_messages, MAX_TOOL_CALLS, TASKS
+from .prompts import build_messages, row_messages, check_row_prompt, check_prompt, MAX_TOOL_CALLS, TASKS
 from .tasks import yes_no, row_get
 from .reward import parse, score, no_verdict_score, ALPHA
 from .policy import Episode, Policy
@@ -28,11 +28,12 @@ __all__ = ['LIMIT_TEXT', 'FAILED', 'BATCH_SIZE', 'Sample', 'Target', 'sample_id'
 # %% ../nbs/09_agent.ipynb #84962589
 @dataclass
 class Sample:
-    "A spectrum to vet: its id, task, the spectrum (observed frame) and the truth when known."
+    "A spectrum to vet: its id, task, the spectrum (observed frame), the truth when known, and the row's own prompt if it has one."
     sample_id: str
     task: str
     spectrum: Spectrum
     truth: str | None = None
+    prompt: list | None = None  # a SpecVI-Bench row's [system, user] messages: asked as verl asks them (None: the project's wording)
 
 @dataclass
 class Target:
@@ -62,13 +63,15 @@ def as_sample(x, # a Sample, Target, Spectrum, table row (SpecVI-Bench or real-s
              ) -> Sample:
     "Normalise anything vettable into a `Sample`; a bad input raises SpectrumError/ValueError naming it."
     if isinstance(x, Sample): return x
+    prompt = None
     sid, spec = sample_id(x), _spectrum_of(x)
     if not isinstance(x, (Target, str, Path, Spectrum)):  # a table row may carry its task and truth
         task = task or dict(x).get("data_source")
         truth = truth or row_get(dict(x), "reward_model", "ground_truth")
+        if (p := dict(x).get("prompt")) is not None: prompt = check_row_prompt(p, sid)
     if task not in TASKS: raise ValueError(f"{sid}: task {task!r} is unknown; choose one of {', '.join(TASKS)}")
     if truth is not None and (label := yes_no(truth)) is None: raise ValueError(f"{sid}: truth must be YES or NO, got {truth!r}")
-    return Sample(sid, task, spec, None if truth is None else label)
+    return Sample(sid, task, spec, None if truth is None else label, prompt)
 
 # %% ../nbs/09_agent.ipynb #b12155ba
 @dataclass
@@ -182,8 +185,10 @@ class _Run:
             raise SpectrumError(f"{sample.sample_id}: cannot be drawn ({first.text.removeprefix('Error: ')})")
         self.overview = first.image
         self.tool.calls.clear()  # the overview is not one of the policy's calls
-        messages = build_messages(sample.task, image=self.overview, guidelines=guidelines, tools=zoom, zoom=zoom,
-                                  prompt=getattr(policy, "prompt", "paper"))  # a trained model's own style (`HFPolicy.prompt`)
+        style_of = getattr(policy, "prompt", "paper")  # a trained model's own style (`HFPolicy.prompt`)
+        if sample.prompt is not None and zoom and guidelines and check_prompt(style_of) == "paper":
+            messages = row_messages(sample.prompt, image=self.overview, tools=True)  # the row's own words, as verl asks (and GRPO trains)
+        else: messages = build_messages(sample.task, image=self.overview, guidelines=guidelines, tools=zoom, zoom=zoom, prompt=style_of)
         self.prompt = messages[1]["content"][1]["text"]
         self.episode = Episode(sample.sample_id, sample.task, messages, sample.spectrum,
                                max_tool_calls=max_tool_calls if zoom else 0, truth=sample.truth)

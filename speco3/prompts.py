@@ -13,8 +13,9 @@ from .tool import TOOL_NAME, TOOL_SCHEMA, EXAMPLE_CALL, MIN_WIDTH
 # %% auto #0
 __all__ = ['TASKS', 'MAX_TOOL_CALLS', 'SYSTEM_PROMPT', 'SYSTEM_PROMPT_NO_ZOOM', 'BRIEF_PROMPT', 'BRIEF_PROMPT_NO_ZOOM', 'PROMPTS',
            'DEFAULT_SYSTEM', 'IMAGE_TOKEN', 'TEMPLATE_PATH', 'RESPONSE_TEMPLATE', 'RESPONSE_SCHEMA', 'Task',
-           'check_prompt', 'system_text', 'user_prompt', 'build_messages', 'conclusion', 'chat_style', 'task_of',
-           'restyle', 'chat_template', 'render_chat', 'newest_plots', 'turn_examples', 'install_template']
+           'check_prompt', 'system_text', 'user_prompt', 'build_messages', 'check_row_prompt', 'row_messages',
+           'conclusion', 'chat_style', 'task_of', 'restyle', 'chat_template', 'render_chat', 'newest_plots',
+           'turn_examples', 'install_template']
 
 # %% ../nbs/06_prompts.ipynb #babf225a
 @dataclass(frozen=True)
@@ -232,6 +233,30 @@ def build_messages(task,             # a key of TASKS, or a Task
     guidelines = guidelines and check_prompt(prompt) == "paper"
     return [{"role": "system", "content": system_text(tools=tools, zoom=zoom, prompt=prompt)},
             {"role": "user", "content": [part, {"type": "text", "text": _user_text(task, guidelines)}]}]
+
+# %% ../nbs/06_prompts.ipynb #a26931b7
+def check_row_prompt(prompt, # a SpecVI-Bench row's `prompt`: [system, user] messages with text content
+                     where="row" # names the row in errors
+                    ) -> list:
+    "The row's [system, user] messages as plain dicts; a one-line ValueError when they are not what verl asks with."
+    try: msgs = [{"role": m["role"], "content": m["content"]} for m in prompt]
+    except (TypeError, KeyError): raise ValueError(f"{where}: prompt is not a list of role/content messages") from None
+    if [m["role"] for m in msgs] != ["system", "user"] or not all(isinstance(m["content"], str) for m in msgs):
+        raise ValueError(f"{where}: the prompt must be a system and a user message with text content")
+    if "<tools>" in msgs[0]["content"]: raise ValueError(f"{where}: the system text already lists the tools; they would appear twice")
+    if msgs[1]["content"].count(IMAGE_TOKEN) != 1 or not msgs[1]["content"].startswith(IMAGE_TOKEN):
+        raise ValueError(f"{where}: the question must start with one {IMAGE_TOKEN} placeholder for the overview plot")
+    return msgs
+
+def row_messages(prompt, # a row's `prompt` (`check_row_prompt`)
+                 image=None, # the overview plot; None: a bare {"type": "image"} placeholder
+                 tools=False # as in `system_text`: True writes TOOL_SCHEMA after the row's system text, as the chat template does
+                ) -> list:
+    "The chat messages of a row's own prompt, laid out as `build_messages` lays out the project's: what verl asks with."
+    system, user = (m["content"] for m in check_row_prompt(prompt))
+    part = {"type": "image"} if image is None else {"type": "image", "image": image}
+    return [{"role": "system", "content": system + _tools_block(tools)},
+            {"role": "user", "content": [part, {"type": "text", "text": user[len(IMAGE_TOKEN):]}]}]
 
 # %% ../nbs/06_prompts.ipynb #d3d0c2a1
 _CONCLUSION = re.compile(r"Conclusion:.*?(?=</think>)", re.S)

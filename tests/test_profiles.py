@@ -1,9 +1,10 @@
-"""Every profile runs: the paper notebooks that take a profile run their `gpu` and `paper` code paths at miniature size
-on a CPU, with papermill, offline: a tiny model built here stands in for the profile's hub model (`model=`), the
-benchmark is the smoke build (`bench_size=`), training takes a step or two and the evaluation a row per task.
+"""The gpu profile on the project's own data (SpecVI-Sim, 03_cold_start's drafts): the paper notebooks that take a profile
+run their `gpu` code path at miniature size on a CPU, with papermill, offline: a tiny model built here stands in for the
+profile's hub model (`model=`), the benchmark is the smoke build (`bench_size=`), training takes a step or two and the
+evaluation a row per task. (An author's inputs, at gpu and at paper, run end to end in bin/test step 6.)
 
 What stays the profile's: the recipe's code path (its model loading from a folder, the SFT and GRPO settings not
-overridden below, the paper profile's 7 tool calls, the spec-o3 plots), the style handed from 03 to 04 and 05, and
+overridden below, the spec-o3 plots), the style handed from 03 to 04 and 05, and
 the names and files each notebook writes for the next. bf16 is on where a GPU is (the recipes' own setting), off on a CPU."""
 import json, shutil
 from pathlib import Path
@@ -16,8 +17,6 @@ pytest.importorskip("papermill", reason="papermill is not installed (pip install
 import papermill as pm
 
 from speco3.tiny import build_tiny
-from speco3.bench import export_published, check_benchmark
-from speco3.agent import load_samples
 
 PAPER = Path(__file__).resolve().parent.parent / "nbs" / "paper"
 SIZE = dict(bench_size="smoke", max_eval=1, max_new_tokens=16)             # the smoke benchmark, a row per task, short turns
@@ -44,8 +43,6 @@ def run_chain(profile, notebooks, out, tiny, **extra):
     (out / "nbs").mkdir(parents=True, exist_ok=True)
     for nb in notebooks:
         p = {**params(nb, profile, out, tiny), **extra}
-        if data_dir := extra.get("data_dir"): p.pop("bench_size", None)  # the snapshot given is the benchmark
-        if nb == "05_grpo" and data_dir: p.pop("max_steps")  # an author's run: the profile's own step logic (by epochs)
         pm.execute_notebook(str(PAPER / f"{nb}.ipynb"), str(out / "nbs" / f"{nb}.ipynb"), parameters=p,
                             kernel_name="python3", cwd=str(PAPER), progress_bar=False, log_output=False)
     return out
@@ -79,43 +76,6 @@ def test_gpu_profile_runs_every_paper_notebook(gpu, tiny):
         assert f"{run}: finished earlier" in said, run
 
 
-ROLES = {"system": "system", "user": "human", "assistant": "gpt", "tool": "human"}  # the authors' set: tool replies as human turns
-
-
-def authors_coldstart(ours, out):
-    "Our ShareGPT export rewritten in the authors' form: data_info.json, conversations of from/value, their provenance names."
-    rows = json.loads((ours / "speco3_coldstart.json").read_text())
-    conv = lambda m: {"from": ROLES[m["role"]], "value": f"<tool_response>\n{m['content']}\n</tool_response>" if m["role"] == "tool" else m["content"]}
-    data = [{"conversations": [conv(m) for m in r["messages"]], "images": r["images"], "sample_index": r["sample_id"],
-             "source_name": r["sample_id"], "total_tool_calls": sum(m["role"] == "tool" for m in r["messages"])} for r in rows]
-    shutil.copytree(ours, out, ignore=shutil.ignore_patterns("*.json"))
-    (out / "coldstart_sft.json").write_text(json.dumps(data))
-    (out / "data_info.json").write_text(json.dumps({"spec_o3_coldstart": {"file_name": "coldstart_sft.json", "formatting": "sharegpt",
-                                                                         "columns": {"messages": "conversations", "images": "images"}}}))
-    return out
-
-
-def test_paper_profile_trains_and_evaluates(gpu, tiny, tmp_path):
-    # 03, 06 and 02 have no paper-only code (their paper path is gpu's, with the profile's sizes): the paper run trains
-    # the two notebooks whose recipes differ, SFT and GRPO, on an author's inputs in their published layouts: a
-    # SpecVI-Bench snapshot (benchmark/data/, index ids such as wd_test_3; here gpu's smoke build, two rows a file) and
-    # the cold-start set as LLaMA-Factory ShareGPT in the authors' form. GRPO runs by epochs (max_steps -1, as the
-    # profile), one epoch over the snapshot's ten training questions.
-    snapshot = export_published(gpu / "data" / "specvi-sim-smoke", tmp_path / "SpecVI-Bench", rows=2)
-    coldstart = authors_coldstart(gpu / "data" / "coldstart-gpu" / "sharegpt", tmp_path / "ColdStartSFT")
-    assert len(check_benchmark(snapshot)) == 10
-    out = run_chain("paper", ["04_sft", "05_grpo"], tmp_path / "paper", tiny, coldstart_dir=str(coldstart), data_dir=str(snapshot),
-                    grpo_overrides={**GRPO, "num_train_epochs": 1})
-    sft, grpo = summary(out, "sft"), summary(out, "grpo")
-    assert sft["coldstart"]["drafter"].startswith("the authors'") and sft["coldstart"]["n"] == summary(gpu, "sft")["coldstart"]["n"]
-    assert grpo["training"]["global_step"] == 5 and "max_steps" not in grpo["overrides"]  # by epochs: 10 questions, 2 a step
-    test_names = {r["extra_info"]["name"] for r in load_samples(snapshot, split="test")}
-    for target in ("sft", "grpo"):
-        ids = set(pd.concat([pd.read_csv(f) for f in (out / "results" / target).glob("predictions_*.csv")]).sample_id)
-        assert ids and ids <= test_names, (target, ids - test_names)
-    assert sft["style"] == grpo["style"] == "spec-o3" and sft["base_model"] == tiny.name
-    p = sft["sft_profile"]
-    assert (p["name"], p["learning_rate"], p["num_train_epochs"], p["lr_scheduler_type"], p["warmup_steps"], p["freeze_vision"]) == \
-        ("paper", "2e-05", "5", "cosine", "0.05", "True")                   # the authors' recipe; overrides are recorded apart
-    assert sft["sft_overrides"] == SFT and all(t["frozen"] for t in sft["training"].values())
-    assert grpo["grpo_profile"]["name"] == "paper" and grpo["grpo_profile"]["max_tool_calls"] == "7"
+# The paper profile, and both profiles on an author's inputs in their published layouts (a SpecVI-Bench snapshot, the
+# authors' ShareGPT cold-start set, a local model folder), run end to end in bin/test step 6: bin/reproduce gpu|paper --toy on
+# tools/author_fixture.py's fixture, checked by tools/check_author_run.py.

@@ -1,5 +1,7 @@
-"""Check a toy run of an author's inputs (bin/reproduce gpu|paper --toy --data SNAPSHOT ...): every paper notebook finished,
-and the main, SFT and GRPO predictions are on the snapshot's test rows (its names), each notebook's run record in place.
+"""Check a toy run of an author's inputs (bin/reproduce gpu|paper --toy --data SNAPSHOT ...): every paper notebook finished;
+the main, SFT and GRPO predictions are on the snapshot's test rows (its names); SFT and GRPO ran the profile's recipe
+(recorded by name, the spec-o3 plots, the paper's 7 tool calls at paper), SFT on the authors' cold-start set, GRPO by
+its epochs (no step count given, the planned steps all taken).
 Usage: python tools/check_author_run.py RUN_DIR SNAPSHOT   (RUN_DIR: _toy/<profile>; exits 1 with one line per problem)"""
 import json, sys
 from pathlib import Path
@@ -28,6 +30,25 @@ def problems(run, snapshot):
             rows = set(zip(df.task, df.sample_id.astype(str)))
             if not rows: out.append(f"{f.name}: empty")
             elif other := rows - test: out.append(f"results/{target}/{f.name}: {len(other)} rows not in the snapshot's test split, e.g. {sorted(other)[0]}")
+    out += recipe_problems(run, rec.get("profile"))
+    return out
+
+
+def recipe_problems(run, profile):
+    "What the SFT and GRPO summaries say of the recipe they ran, against the profile's."
+    out = []
+    read = lambda t: json.loads((run / "results" / t / "summary.json").read_text()) if (run / "results" / t / "summary.json").exists() else None
+    sft, grpo = read("sft"), read("grpo")
+    if sft is None or grpo is None: return ["results/sft or results/grpo: no summary.json"]
+    if sft["sft_profile"]["name"] != profile or grpo["grpo_profile"]["name"] != profile:
+        out.append(f"recipes {sft['sft_profile']['name']}/{grpo['grpo_profile']['name']}, not the {profile} profile's")
+    if not (sft["style"] == grpo["style"] == "spec-o3"): out.append(f"styles {sft['style']}/{grpo['style']}, not spec-o3")
+    if not str(sft["coldstart"].get("drafter", "")).startswith("the authors'"): out.append(f"SFT trained on {sft['coldstart'].get('drafter')!r}, not the authors' set")
+    t = grpo["training"]
+    if "max_steps" in (grpo.get("overrides") or {}): out.append("GRPO was given a step count (--toy gives sizes only)")
+    if t.get("global_step") != t.get("planned_steps") or not t.get("global_step"):
+        out.append(f"GRPO took {t.get('global_step')} of {t.get('planned_steps')} planned steps")
+    if profile == "paper" and grpo["grpo_profile"]["max_tool_calls"] != "7": out.append(f"paper GRPO with {grpo['grpo_profile']['max_tool_calls']} tool calls, not 7")
     return out
 
 
