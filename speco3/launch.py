@@ -4,13 +4,13 @@
 
 # %% ../nbs/12b_launch.ipynb #985a46d0
 from __future__ import annotations
-import json, os, pickle, subprocess, sys, traceback
+import json, os, pickle, shutil, subprocess, sys, traceback
 from importlib import import_module
 from pathlib import Path
 
 # %% auto #0
 __all__ = ['LAUNCH_DIR', 'world_size', 'is_main', 'summed', 'check_processes', 'accelerate_settings', 'write_accelerate_config',
-           'launch', 'main']
+           'by_reference', 'launch', 'main']
 
 # %% ../nbs/12b_launch.ipynb #3d6e64fc
 LAUNCH_DIR = "launch"  # the folder inside a run folder that holds the launch: config, arguments, one log per rank, the result
@@ -79,6 +79,19 @@ def _env(here):
     env.pop("WORLD_SIZE", None); env.pop("RANK", None); env.pop("LOCAL_RANK", None)
     return env
 
+def by_reference(value, # an argument of the call
+                 where): # a folder to write a table into
+    """An in-memory `datasets.Dataset` written once under `where` and reopened memory-mapped with the same format, so it
+    pickles as a reference to that file (every process maps the one copy); anything else as it is."""
+    datasets = sys.modules.get("datasets")
+    if datasets is None or not isinstance(value, datasets.Dataset) or value.cache_files: return value
+    fmt, path = value.format, Path(where)
+    shutil.rmtree(path, ignore_errors=True)
+    value.with_format(None).save_to_disk(str(path))
+    out = datasets.load_from_disk(str(path))
+    out.set_format(type=fmt["type"], columns=fmt["columns"], output_all_columns=fmt["output_all_columns"], **fmt["format_kwargs"])
+    return out
+
 def _failure(where, processes, code):
     "A one-line ChildProcessError naming the first rank that failed and its log."
     for r in range(processes):
@@ -100,6 +113,7 @@ def launch(target:str, # "module:function" to run in every process, e.g. "speco3
     where.mkdir(parents=True, exist_ok=True)
     for p in where.glob("rank*"): p.unlink()
     (where / "result.json").unlink(missing_ok=True)
+    kwargs = {k: by_reference(v, where / f"table-{k}") for k, v in kwargs.items()}
     try: (where / "call.pkl").write_bytes(pickle.dumps(dict(target=target, kwargs=kwargs)))
     except Exception as e: raise ValueError(f"processes > 1: the arguments must pickle to reach the processes ({type(e).__name__}: {e})") from None
     cfg = write_accelerate_config(where / "accelerate.yaml", processes, shard)

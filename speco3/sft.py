@@ -421,6 +421,7 @@ def _launched(call, # train_sft's arguments
     accumulation(prof, processes)  # a global batch that does not split fails here
     out = Path(call["out_dir"]); out.mkdir(parents=True, exist_ok=True)
     if call["model"] is None: base_model(prof, out, call["seed"])  # the tiny model is built once, here, not by every process
+    if not isinstance(call["data"], (str, Path)): call["data"] = as_sft_dataset(call["data"])  # a table (launch maps it), not PIL images
     return launch("speco3.sft:train_sft", call, out, processes, shard=torch.cuda.is_available(), progress=call["progress"])
 
 _CALL_ARGS = ("data", "out_dir", "profile", "model", "lora", "resume", "seed", "name", "callbacks", "progress")
