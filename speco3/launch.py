@@ -128,7 +128,9 @@ def launch(target:str, # "module:function" to run in every process, e.g. "speco3
 # %% ../nbs/12b_launch.ipynb #0e53ccca
 def main(argv=None): # [path of call.pkl]; None: sys.argv[1:]
     "What each launched process runs: its output into `rank<N>.log`, the call, rank 0's result into `result.json`, a failure's one line into `rank<N>.error`."
-    spec_path = Path((argv if argv is not None else sys.argv[1:])[0])
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1 or not Path(argv[0]).is_file(): raise SystemExit(f"usage: python -m speco3.launch <run>/launch/call.pkl (written by speco3.launch.launch); got {argv}")
+    spec_path = Path(argv[0])
     where, rank = spec_path.parent, int(os.environ.get("RANK", 0))
     log = open(where / f"rank{rank}.log", "w", buffering=1)
     os.dup2(log.fileno(), 1); os.dup2(log.fileno(), 2)
