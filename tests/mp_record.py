@@ -39,3 +39,11 @@ def step_loss(folder, round_=0):
     rs = [r[round_] for r in rounds(folder).values()]
     num = sum(a * t for r in rs for a, t in zip(r["advantages"], r["tokens"]))
     return -num / sum(t for r in rs for t in r["tokens"]), sum(len(r["advantages"]) for r in rs)
+
+
+class KillAfterSave(TrainerCallback):
+    "Stops a run right after its checkpoint of `step` is on disk, in every process, as a kill would."
+    def __init__(self, step): self.step = step
+
+    def on_save(self, args, state, control, **kwargs):
+        if state.global_step == self.step: raise RuntimeError("simulated kill")

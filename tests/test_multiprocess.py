@@ -5,7 +5,9 @@ written, and the record is the one a one-process run returns.
 SFT: at the same global batch (4 conversations: 1 per device x 2 processes x 2 accumulation steps, against 1 x 1 x 4)
 the two runs see the same conversations in each step, so their losses must agree; measured on this stack they agree to
 every printed digit (loss 8.2582 then 7.9365, gradient norms equal) and the trained weights to 2.5e-7 against a
-training movement of 1.5e-3. The test allows a relative 1e-4 on the loss and 1e-5 on the weights.
+training movement of 1.5e-3. The test allows a relative 1e-4 on the loss and 1e-5 on the weights. A two-process run
+killed in both processes after its step-1 checkpoint fails with one line naming rank 0 and its log, and resumed in two
+processes it ends on the unbroken two-process run's weights (measured gap 0.0).
 
 GRPO: each process samples its own rollouts (seeded per process), so two layouts never draw the same completions and
 their losses cannot be compared number for number. What must hold is that the logged loss of a step is the loss of
@@ -25,7 +27,7 @@ from speco3.launch import launch
 from speco3.sft import demo_conversations, train_sft
 from speco3.grpo import demo_rows, grpo_dataset, train_grpo
 from speco3.tiny import build_tiny, load_tiny, overfit, scripted_conversations
-from mp_record import RecordRounds, step_loss
+from mp_record import KillAfterSave, RecordRounds, step_loss
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 HERE = Path(__file__).parent
@@ -50,7 +52,7 @@ def one_run_written(out):
     return sorted(p.name for p in (out / "checkpoints").glob("checkpoint-*"))
 
 
-def test_sft_in_two_processes_matches_one(tmp_path):
+def test_sft_in_two_processes_matches_one(tmp_path, reach_tests):
     chats = demo_conversations(8, seed=3, guidelines=False)
     run = dict(profile="smoke", max_steps=2, save_steps=2, progress=False, global_batch=4, per_device_train_batch_size=1)
     one = train_sft(chats, tmp_path / "one", **run)
@@ -68,20 +70,25 @@ def test_sft_in_two_processes_matches_one(tmp_path):
     gap = max(float((w1[k] - w2[k]).abs().max()) for k in w1)
     print(f"SFT losses one process {a}, two {b}; weights moved {moved:.3g}, gap {gap:.3g}")
     assert moved > 1e-4 and gap < 1e-5, (moved, gap)
+    # killed in both processes after the step-1 checkpoint: one line names the rank and its log; resuming ends on the same weights
+    with pytest.raises(ChildProcessError, match=r"^rank 0 of 2 failed: RuntimeError: simulated kill \(log: .*rank0\.log\)$"):
+        train_sft(chats, tmp_path / "killed", processes=2, **dict(run, save_steps=1), callbacks=[KillAfterSave(1)])
+    resumed = train_sft(chats, tmp_path / "killed", processes=2, **dict(run, save_steps=1))
+    assert resumed["resumed_from"] == "checkpoint-1" and resumed["global_step"] == 2 and losses(resumed) == b
+    w3 = load_file(resumed["model_dir"] + "/model.safetensors")
+    assert max(float((w2[k] - w3[k]).abs().max()) for k in w2) < 1e-6  # measured: 0.0
 
 
-def test_a_failing_rank_is_named_with_its_log(tmp_path, capsys):
-    "Through the CLI: one line naming the rank, its error and its log; exit status 1."
+def test_the_cli_takes_processes_and_refuses_what_cannot_split(tmp_path, capsys):
+    "Refused in one line before any process starts: a global batch or an update that N processes cannot split."
     from speco3.cli import main
-    assert main(["train", "sft", "--profile", "smoke", "--data", str(tmp_path / "none"), "--out", str(tmp_path / "run"), "--processes", "2", "--quiet"]) == 1
-    err = capsys.readouterr().err.strip().splitlines()[-1]  # (above it: the progress bar of building the tiny base model)
-    assert err.startswith("speco3 train: rank 0 of 2 failed: FileNotFoundError: "), err
-    assert err.endswith(f"(log: {tmp_path / 'run' / 'launch' / 'rank0.log'})") and "none" in err
+    assert main(["train", "sft", "--profile", "paper", "--data", "d", "--out", str(tmp_path / "a"), "--processes", "3"]) == 1
+    assert capsys.readouterr().err.strip() == ("speco3 train: profile 'paper': a global batch of 32 conversations does not split "
+                                               "into 4 per device x 3 processes")
+    assert main(["train", "grpo", "--profile", "smoke", "--data", "d", "--out", str(tmp_path / "b"), "--processes", "3"]) == 1
+    assert "micro-batches of 4 x 3 processes" in capsys.readouterr().err
     assert main(["train", "grpo", "--data", "d", "--out", "o", "--processes", "0"]) == 2  # argparse: must be >= 1
-    with pytest.raises(ValueError, match="does not split into 1 per device x 3 processes"):  # refused before any process starts
-        train_sft([], tmp_path / "x", profile="smoke", processes=3, global_batch=4, per_device_train_batch_size=1)
-    with pytest.raises(ValueError, match="micro-batches of 4 x 2 processes"):
-        train_grpo([], tmp_path / "y", profile="smoke", processes=2)
+    assert not list(tmp_path.glob("*/launch"))
 
 
 @pytest.fixture(scope="module")
