@@ -361,6 +361,7 @@ def sft_trainer(data, # what `as_sft_dataset` accepts
     if check_prompt(prof.prompt) != "paper": ds = restyled(ds, prof.prompt)
     if prof.keep_plots is not None: ds = one_turn_dataset(ds, prof.keep_plots)
     set_seed(seed)
+    args = sft_args(prof, out / "checkpoints", seed, progress, **extra)  # first: launched processes join here, so FSDP loads the weights on rank 0 only
     base = _base_model(prof, model, out, seed)
     if isinstance(base, PreTrainedModel):
         mdl, source = base, model_name(base)
@@ -371,7 +372,7 @@ def sft_trainer(data, # what `as_sft_dataset` accepts
     install_template(processor)
     mdl.config.use_cache = False
     frozen = freeze_vision(mdl) if prof.freeze_vision else []
-    trainer = _SFTTrainer(model=mdl, args=sft_args(prof, out / "checkpoints", seed, progress, **extra), train_dataset=ds,
+    trainer = _SFTTrainer(model=mdl, args=args, train_dataset=ds,
                          processing_class=processor, peft_config=lora_config(prof) if lora else None, callbacks=callbacks)
     if not progress: trainer.remove_callback(PrinterCallback)
     rate = _rate(prof.vision_lr)   # checked even when the tower is frozen and the rate goes unused
