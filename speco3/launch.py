@@ -109,6 +109,11 @@ def launch(target:str, # "module:function" to run in every process, e.g. "speco3
            shard:bool=False, # FSDP full-shard on GPUs (see `accelerate_settings`)
            progress:bool=True): # print where the logs are
     "Run `target(**kwargs)` in `processes` processes under `accelerate launch`; rank 0's return value, or a one-line ChildProcessError naming the rank that failed and its log."
+    check_processes(processes)
+    if _cuda():
+        import torch
+        if processes > torch.cuda.device_count():
+            raise ValueError(f"processes={processes} but {torch.cuda.device_count()} GPUs are visible; one process per GPU (set CUDA_VISIBLE_DEVICES or fewer processes)")
     where = Path(run_dir) / LAUNCH_DIR
     where.mkdir(parents=True, exist_ok=True)
     for p in where.glob("rank*"): p.unlink()
