@@ -119,7 +119,7 @@ def _closing(run_dir, # the run folder
 def _train_sft(a):
     from speco3.sft import train_sft
     res = train_sft(a.data, a.out, profile=a.profile, model=a.model, lora=a.lora, resume=not a.restart, seed=a.seed,
-                    progress=not a.quiet)
+                    progress=not a.quiet, processes=a.processes)
     print(json.dumps(res, indent=1, default=str))
 
 def _export_verl(a):
@@ -129,7 +129,8 @@ def _export_verl(a):
 
 def _train_grpo(a):
     from speco3.grpo import train_grpo
-    res = train_grpo(a.data, a.out, init=a.init, profile=a.profile, seed=a.seed, resume=not a.restart, progress=not a.quiet)
+    res = train_grpo(a.data, a.out, init=a.init, profile=a.profile, seed=a.seed, resume=not a.restart, progress=not a.quiet,
+                     processes=a.processes)
     print(json.dumps(res, indent=1, default=str))
 
 def _view(a):
@@ -204,6 +205,8 @@ def _add_train(sub):
     t.add_argument("--lora", action="store_true", help="train LoRA adapters instead of the full language model")
     t.add_argument("--seed", type=int, default=0); t.add_argument("--quiet", action="store_true")
     t.add_argument("--restart", action="store_true", help="do not resume from checkpoints in --out")
+    t.add_argument("--processes", type=_at_least(1), default=1, help="train in N processes with accelerate launch: FSDP full-shard "
+                   "over N GPUs (fp32 master weights, bf16 compute), DDP over gloo on CPUs; logs in OUT/launch/rank<N>.log")
     t.set_defaults(run=_train_sft)
     g = train.add_parser("grpo", help="GRPO with multi-turn image tool calls (TRL GRPOTrainer)")
     g.add_argument("--profile", choices=PROFILES, default="cpu", help="training settings (default: cpu, the tiny model)")
@@ -212,6 +215,8 @@ def _add_train(sub):
     g.add_argument("--out", required=True, help="run folder: checkpoints, model/, reward curve (resumes if it exists)")
     g.add_argument("--seed", type=int, default=0); g.add_argument("--quiet", action="store_true")
     g.add_argument("--restart", action="store_true", help="do not resume from checkpoints in --out")
+    g.add_argument("--processes", type=_at_least(1), default=1, help="train in N processes with accelerate launch (one model per "
+                   "process; questions and rollouts per step stay the profile's); logs in OUT/launch/rank<N>.log")
     g.set_defaults(run=_train_grpo)
 
 # %% ../nbs/91_cli.ipynb #dae34f11

@@ -22,6 +22,7 @@ from .tiny import image_tokens
 from .runs import ResumeFullWeights, SharesCores, base_model, check_resume, finished_run, freeze_vision
 from .runs import last_checkpoint, print_settings, settle_profile, write_curve
 from . import runs
+from .launch import check_processes, launch, summed, world_size
 
 try:
     import torch
@@ -293,6 +294,7 @@ class GRPOProfile:
     max_steps: int = -1                # > 0: stop after this many optimiser steps
     freeze_vision: bool = False        # freeze the vision tower and merger (verl trains them)
     bf16: bool = True
+    master_fp32: bool = True           # with bf16: fp32 weights and optimizer state, bf16 compute (autocast); False: weights in bf16
     activation_checkpointing: bool = True
     logging_steps: float = 1
     save_steps: float = 10             # verl save_freq
@@ -418,7 +420,7 @@ def grpo_trainer(data, # a SpecVI-Bench folder/parquet/rows, or a Dataset made b
         init = source
     else:
         source = _start(prof, init, out, seed)
-        model, processor = load_model(source, torch.bfloat16 if prof.bf16 else torch.float32, processor)
+        model, processor = load_model(source, torch.bfloat16 if prof.bf16 and not prof.master_fp32 else torch.float32, processor)  # bf16 compute: autocast
     install_template(processor)
     frozen = freeze_vision(model) if prof.freeze_vision else []
     zoom = prof.max_tool_calls > 0  # max_tool_calls=0: the retrained no-tool variant (no tool in the prompt or the run)
@@ -480,6 +482,18 @@ def _title(s):
     return (f"GRPO run {s['name']!r}: seed {s['seed']}, model {s['model']}, {s['n_examples']} questions, frozen: {', '.join(s['frozen']) or 'nothing'}; "
             f"budget for {b['calls']} plots of {b['image_tokens']} image tokens: {b['total']} tokens")
 
+_CALL_ARGS = ("data", "out_dir", "init", "profile", "seed", "resume", "name", "callbacks", "progress")
+
+def _launched(call, # train_grpo's arguments
+              processes): # processes to launch
+    "Run `train_grpo(**call)` in `processes` processes (`speco3.launch`); checks what it can before any process starts."
+    if isinstance(call["init"], PreTrainedModel): raise ValueError("processes > 1: pass init as a folder or hub id; a loaded model cannot reach the other processes")
+    prof, _ = settle(call["profile"], **{k: v for k, v in call.items() if k not in _CALL_ARGS})
+    batch_plan(prof, processes)  # questions, rollouts and micro-batches that do not divide fail here
+    out = Path(call["out_dir"]); out.mkdir(parents=True, exist_ok=True)
+    _start(prof, call["init"], out, call["seed"])  # a missing SFT checkpoint fails here; a tiny model is built once, here
+    return launch("speco3.grpo:train_grpo", call, out, processes, progress=call["progress"])
+
 def train_grpo(data, # a SpecVI-Bench folder (train split of the five tasks), parquet file, rows, or a grpo_dataset
                out_dir, # run folder (created); resuming reads its checkpoints
                init=None, # the SFT run folder (or its model/, or any model folder / hub id); required by `cpu`
@@ -489,8 +503,12 @@ def train_grpo(data, # a SpecVI-Bench folder (train split of the five tasks), pa
                name=None, # run name for the figure (default: the profile's name)
                callbacks=None, # extra TrainerCallbacks
                progress=True, # progress bar and printed logs
+               processes=1, # > 1: train in this many processes under `accelerate launch` (DDP: a full model per process)
                **overrides) -> dict: # profile fields (learning_rate, max_steps, save_steps, ...) or other GRPOConfig arguments
     "GRPO of a Qwen2.5-VL with the zoom tool and the rule reward; returns final metrics and the paths it wrote."
+    if check_processes(processes) > 1 and world_size() == 1:
+        return _launched(dict(data=data, out_dir=out_dir, init=init, profile=profile, seed=seed, resume=resume, name=name,
+                              callbacks=callbacks, progress=progress, **overrides), processes)
     t0, out = time.perf_counter(), Path(out_dir)
     trainer = grpo_trainer(data, out, init, profile, seed, callbacks=callbacks, progress=progress, **overrides)
     s = dict(trainer.speco3, name=name or trainer.speco3["name"])
@@ -498,11 +516,14 @@ def train_grpo(data, # a SpecVI-Bench folder (train split of the five tasks), pa
     last = last_checkpoint(out)
     check_resume(out, s, last, resume, _SAME)
     if (done := finished_run(out, last, resume)): return done
-    if progress: print_settings(_title(s), {**s["profile"], **s["grpo_args"]})
-    (out / "config.json").write_text(json.dumps(s, indent=1, default=str))
+    main = trainer.is_world_process_zero()  # one process writes the run's files
+    if progress and main: print_settings(_title(s), {**s["profile"], **s["grpo_args"]})
+    if main: (out / "config.json").write_text(json.dumps(s, indent=1, default=str))
     result = trainer.train(resume_from_checkpoint=last if resume and last else None)
     final = out / "model"
-    trainer.save_model(str(final))
+    trainer.save_model(str(final))  # every process takes part; the main one writes
+    (rollouts,) = summed(trainer, reward.totals["rollouts"])  # each process scored its own rollouts
+    if not main: return dict(name=s["name"], global_step=trainer.state.global_step, rank=trainer.args.process_index)
     trainer.processing_class.save_pretrained(final)
     save_context(final, saved_context(s["model"]).get("keep_plots"), s["profile"]["prompt"])  # HFPolicy asks in the style it learnt
     csv_path, png = save_reward_curve(trainer.state.log_history, out, s["name"])
@@ -516,7 +537,7 @@ def train_grpo(data, # a SpecVI-Bench folder (train split of the five tasks), pa
                    reward_mean=float(np.mean([r["reward"] for r in log])) if log else None,
                    format_valid_mean=float(np.mean([r["format_valid"] for r in log])) if log else None,
                    tool_calls_mean=float(np.mean([r["tool_calls"] for r in log])) if log else None,
-                   rollouts_this_session=reward.totals["rollouts"],  # the log below covers the whole run, resumes included
+                   rollouts_this_session=rollouts, processes=trainer.args.world_size,  # the log below covers the whole run, resumes included
                    dropped_tool_images=int(sum(r.get("dropped_tool_images") or 0 for r in log)),
                    dropped_tool_results=int(sum(r.get("dropped_tool_results") or 0 for r in log)), budget=s["budget"],
                    n_examples=s["n_examples"], frozen=s["frozen"], trainable_params=s["trainable_params"],

@@ -98,7 +98,8 @@ class ResumeFullWeights:
     "Mix in before a transformers `Trainer` (`class T(ResumeFullWeights, SFTTrainer)`): resuming reloads a full model's weights with `from_pretrained`."
     def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
         model = model if model is not None else self.model
-        if hasattr(model, "peft_config"): return super()._load_from_checkpoint(resume_from_checkpoint, model)
+        if hasattr(model, "peft_config") or getattr(self, "is_fsdp_enabled", False):  # adapters; FSDP shards: the trainer's own loader
+            return super()._load_from_checkpoint(resume_from_checkpoint, model)
         saved = type(model).from_pretrained(resume_from_checkpoint, dtype=model.dtype)
         model.load_state_dict(saved.state_dict())  # strict: every weight comes back, or an error says which did not
 

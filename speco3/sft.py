@@ -15,6 +15,7 @@ from .hf import load_model, model_name, load_pretrained, load_processor, save_co
 from .runs import ResumeFullWeights, SharesCores, base_model, check_resume, finished_run, freeze_vision, vision_modules
 from .runs import last_checkpoint, print_settings, settle_profile, write_curve
 from . import runs
+from .launch import check_processes, launch, summed, world_size
 from .tiny import scripted_conversations
 
 try:
@@ -28,8 +29,8 @@ except ImportError as e:  # the model side is the `train` extra, not the core
 # %% auto #0
 __all__ = ['PROFILES', 'ACCELERATE_CONFIGS', 'LORA_TARGETS', 'conversation_to_example', 'demo_conversations', 'sft_dataset',
            'stored_chats', 'as_sft_dataset', 'one_turn_dataset', 'mix_in', 'SFTProfile', 'profile_table',
-           'accelerate_config', 'settle', 'lora_config', 'split_vision_groups', 'restyled', 'sft_args', 'sft_trainer',
-           'trained_spans', 'assistant_spans', 'save_loss_curve', 'train_sft']
+           'accelerate_config', 'settle', 'lora_config', 'split_vision_groups', 'restyled', 'accumulation', 'sft_args',
+           'sft_trainer', 'trained_spans', 'assistant_spans', 'save_loss_curve', 'train_sft']
 
 # %% ../nbs/13_sft.ipynb #055c0092
 _CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
@@ -204,7 +205,9 @@ class SFTProfile:
     lr_scheduler_type: str = "cosine"
     warmup_steps: float = 0.05         # < 1: a fraction of all steps
     per_device_train_batch_size: int = 4
-    gradient_accumulation_steps: int = 1
+    gradient_accumulation_steps: int = 1  # used when global_batch is None
+    global_batch: int | None = None    # conversations per optimiser step over all processes; accumulation = global_batch / (per-device batch x processes)
+    master_fp32: bool = True           # with bf16: fp32 weights and optimizer state (master weights), bf16 compute; False: weights kept in bf16
     max_length: int | None = 32768     # tokens per conversation (None: no truncation)
     bf16: bool = True
     activation_checkpointing: bool = True
@@ -222,8 +225,8 @@ class SFTProfile:
     prompt: str = "paper"              # prompt style learnt (`speco3.prompts.PROMPTS`): agent chats are restyled to it, the model records it
 
 PROFILES = {
-    "paper": SFTProfile("paper", model="Qwen/Qwen2.5-VL-7B-Instruct"),
-    "gpu": SFTProfile("gpu", model="Qwen/Qwen2.5-VL-3B-Instruct", gradient_accumulation_steps=8, save_steps=100),
+    "paper": SFTProfile("paper", model="Qwen/Qwen2.5-VL-7B-Instruct", global_batch=32),  # the authors': 4 per device x 8 GPUs
+    "gpu": SFTProfile("gpu", model="Qwen/Qwen2.5-VL-3B-Instruct", global_batch=32, save_steps=100),
     "cpu": SFTProfile("cpu", learning_rate=1e-3, num_train_epochs=5, max_length=None, bf16=False, freeze_vision=False,
                       activation_checkpointing=False, save_steps=100, prompt="brief"),  # the miniature's eyes learn along (see below)
     "smoke": SFTProfile("smoke", learning_rate=1e-3, num_train_epochs=1, max_steps=8, warmup_steps=0, per_device_train_batch_size=2,
@@ -231,7 +234,7 @@ PROFILES = {
 }
 
 _FIXED = ("output_dir", "assistant_only_loss", "seed", "data_seed")  # train_sft sets these itself
-_OURS = ("name", "model", "tiny_size", "freeze_vision", "vision_lr", "lora_r", "lora_alpha", "lora_dropout", "keep_plots", "replay", "replay_layout", "prompt")  # not SFTConfig's
+_OURS = ("name", "model", "tiny_size", "global_batch", "master_fp32", "freeze_vision", "vision_lr", "lora_r", "lora_alpha", "lora_dropout", "keep_plots", "replay", "replay_layout", "prompt")  # not SFTConfig's
 
 def profile_table(profiles=None): # a dict of SFTProfile; None: PROFILES
     "The profiles side by side, one row per setting (a pandas DataFrame)."
@@ -312,17 +315,30 @@ def _base_model(prof, model, out, seed):
     "A loaded model, or the folder/hub id to load (building the tiny model into out/base when none is named)."
     return model if model is not None else base_model(prof, out, seed)
 
+def accumulation(prof, # an SFTProfile
+                 processes=1) -> int: # processes (GPUs) training together
+    "Gradient accumulation steps on `processes`: what makes the profile's `global_batch`, else its `gradient_accumulation_steps`."
+    if prof.global_batch is None: return prof.gradient_accumulation_steps
+    if prof.gradient_accumulation_steps != 1:
+        raise ValueError(f"profile {prof.name!r}: set one of global_batch and gradient_accumulation_steps (pass global_batch=None to accumulate by hand)")
+    step = prof.per_device_train_batch_size * processes
+    if prof.global_batch % step:
+        raise ValueError(f"profile {prof.name!r}: a global batch of {prof.global_batch} conversations does not split into "
+                         f"{prof.per_device_train_batch_size} per device x {processes} processes")
+    return prof.global_batch // step
+
 def sft_args(prof, # an SFTProfile
              output_dir, # where checkpoints go
              seed=0, # model-init, data-order and dropout seed
              progress=True, # show a progress bar
              **extra) -> SFTConfig: # other SFTConfig arguments
-    "The `SFTConfig` of a profile: assistant-only loss, seeded, checkpointed, logged to `log_history` only."
+    "The `SFTConfig` of a profile: assistant-only loss, seeded, checkpointed, logged to `log_history` only, accumulating to the global batch."
     train = {k: v for k, v in asdict(prof).items() if k not in _OURS}
+    train["gradient_accumulation_steps"] = accumulation(prof, world_size())
     return SFTConfig(output_dir=str(output_dir), assistant_only_loss=True, seed=seed, data_seed=seed,
                      save_strategy="steps", report_to="none", disable_tqdm=not progress, dataloader_num_workers=0,
                      dataloader_pin_memory=torch.cuda.is_available(), include_num_input_tokens_seen="non_padding",
-                     **{**train, **extra})
+                     **{"use_cpu": not torch.cuda.is_available(), **train, **extra})  # use_cpu: launched CPU processes join over gloo
 
 def sft_trainer(data, # what `as_sft_dataset` accepts
                 out_dir, # run folder: base/, checkpoints/, model/, config.json, loss.csv, figures/
@@ -345,17 +361,18 @@ def sft_trainer(data, # what `as_sft_dataset` accepts
     if check_prompt(prof.prompt) != "paper": ds = restyled(ds, prof.prompt)
     if prof.keep_plots is not None: ds = one_turn_dataset(ds, prof.keep_plots)
     set_seed(seed)
+    args = sft_args(prof, out / "checkpoints", seed, progress, **extra)  # first: launched processes join here, so FSDP loads the weights on rank 0 only
     base = _base_model(prof, model, out, seed)
     if isinstance(base, PreTrainedModel):
         mdl, source = base, model_name(base)
         if processor is None: processor = load_pretrained(load_processor, source)
     else:
         source = str(base)
-        mdl, processor = load_model(source, torch.bfloat16 if prof.bf16 else torch.float32, processor)
+        mdl, processor = load_model(source, torch.bfloat16 if prof.bf16 and not prof.master_fp32 else torch.float32, processor)  # bf16 compute: autocast
     install_template(processor)
     mdl.config.use_cache = False
     frozen = freeze_vision(mdl) if prof.freeze_vision else []
-    trainer = _SFTTrainer(model=mdl, args=sft_args(prof, out / "checkpoints", seed, progress, **extra), train_dataset=ds,
+    trainer = _SFTTrainer(model=mdl, args=args, train_dataset=ds,
                          processing_class=processor, peft_config=lora_config(prof) if lora else None, callbacks=callbacks)
     if not progress: trainer.remove_callback(PrinterCallback)
     rate = _rate(prof.vision_lr)   # checked even when the tower is frozen and the rate goes unused
@@ -396,6 +413,20 @@ def save_loss_curve(log_history, # trainer.state.log_history
         ax.set(xlabel="optimiser step", ylabel="loss (assistant tokens)", title=f"SFT loss: {name}")
     return write_curve(log_history, out_dir, _CURVE, "loss", "loss.csv", f"sft_loss_{name}.png", plot)
 
+def _launched(call, # train_sft's arguments
+              processes): # processes to launch
+    "Run `train_sft(**call)` in `processes` processes (`speco3.launch`); checks what it can before any process starts."
+    if isinstance(call["model"], PreTrainedModel): raise ValueError("processes > 1: pass the model as a folder or hub id; a loaded model cannot reach the other processes")
+    if call["lora"]: raise ValueError("processes > 1 trains full weights; LoRA runs in one process (processes=1)")
+    prof, _ = settle(call["profile"], **{k: v for k, v in call.items() if k not in _CALL_ARGS})
+    accumulation(prof, processes)  # a global batch that does not split fails here
+    out = Path(call["out_dir"]); out.mkdir(parents=True, exist_ok=True)
+    if call["model"] is None: base_model(prof, out, call["seed"])  # the tiny model is built once, here, not by every process
+    if not isinstance(call["data"], (str, Path)): call["data"] = as_sft_dataset(call["data"])  # a table (launch maps it), not PIL images
+    return launch("speco3.sft:train_sft", call, out, processes, shard=torch.cuda.is_available(), progress=call["progress"])
+
+_CALL_ARGS = ("data", "out_dir", "profile", "model", "lora", "resume", "seed", "name", "callbacks", "progress")
+
 def train_sft(data, # a Dataset, a list of chats/rows, a folder written by speco3.coldstart, or ShareGPT (LLaMA-Factory)
               out_dir, # run folder (created); resuming reads its checkpoints
               profile="cpu", # "paper", "gpu", "cpu", "smoke" or an SFTProfile
@@ -406,34 +437,41 @@ def train_sft(data, # a Dataset, a list of chats/rows, a folder written by speco
               name=None, # run name for the figure (default: the profile's name)
               callbacks=None, # extra TrainerCallbacks
               progress=True, # progress bar and printed logs
+              processes=1, # > 1: train in this many processes under `accelerate launch` (FSDP full-shard on GPUs, DDP over gloo on CPUs)
               **overrides) -> dict: # profile fields (learning_rate, max_steps, save_steps, ...) or other SFTConfig arguments
     "Cold-start SFT of a Qwen2.5-VL on assistant tokens only; returns final metrics and the paths it wrote."
+    if check_processes(processes) > 1 and world_size() == 1:
+        return _launched(dict(data=data, out_dir=out_dir, profile=profile, model=model, lora=lora, resume=resume, seed=seed,
+                              name=name, callbacks=callbacks, progress=progress, **overrides), processes)
     t0, out = time.perf_counter(), Path(out_dir)
     trainer = sft_trainer(data, out, profile, model, lora=lora, seed=seed, callbacks=callbacks, progress=progress, **overrides)
     s = dict(trainer.speco3, name=name or trainer.speco3["name"])
     last = last_checkpoint(out)
     check_resume(out, s, last, resume, _SAME)
     if (done := finished_run(out, last, resume)): return done
-    print_settings(f"SFT run {s['name']!r}: {'LoRA' if s['lora'] else 'full fine-tuning'}, seed {s['seed']}, model {s['model']}, "
+    main = trainer.is_world_process_zero()  # one process writes the run's files
+    if main: print_settings(f"SFT run {s['name']!r}: {'LoRA' if s['lora'] else 'full fine-tuning'}, seed {s['seed']}, model {s['model']}, "
                    f"{s['n_examples']} conversations, frozen: {', '.join(s['frozen']) or 'nothing'}", {**s["profile"], **s["sft_args"]})
-    (out / "config.json").write_text(json.dumps(s, indent=1, default=str))
+    if main: (out / "config.json").write_text(json.dumps(s, indent=1, default=str))
     result = trainer.train(resume_from_checkpoint=last if resume and last else None)
     final = out / "model"
     processor = trainer.processing_class
+    samples, tokens = summed(trainer, trainer.data_collator.samples, trainer.data_collator.tokens)
+    if not lora: trainer.save_model(str(final))  # every process takes part (FSDP gathers the shards); the main one writes
+    if not main: return dict(name=s["name"], global_step=trainer.state.global_step, rank=trainer.args.process_index)
     if lora:
         trainer.model.save_pretrained(out / "adapter")
         trainer.model.merge_and_unload().save_pretrained(final)
-    else: trainer.save_model(str(final))
     processor.save_pretrained(final)
     save_context(final, s["profile"]["keep_plots"], s["profile"]["prompt"])  # HFPolicy runs the model with what it was trained to see, asks in its style
     csv_path, png = save_loss_curve(trainer.state.log_history, out, s["name"])
     losses = [r["loss"] for r in trainer.state.log_history if "loss" in r]
-    runtime, count = result.metrics["train_runtime"], trainer.data_collator
+    runtime = result.metrics["train_runtime"]
     metrics = dict(name=s["name"], profile=s["profile"]["name"], global_step=trainer.state.global_step, planned_steps=trainer.state.max_steps,
                    epoch=trainer.state.epoch, resumed_from=Path(last).name if resume and last else None,
                    train_loss=result.training_loss, final_loss=losses[-1] if losses else None,
-                   train_runtime_s=runtime, samples=count.samples, tokens=count.tokens,
-                   samples_per_s=count.samples / runtime if runtime else None, tokens_per_s=count.tokens / runtime if runtime else None,
+                   train_runtime_s=runtime, samples=samples, tokens=tokens, processes=trainer.args.world_size,
+                   samples_per_s=samples / runtime if runtime else None, tokens_per_s=tokens / runtime if runtime else None,
                    wall_s=round(time.perf_counter() - t0, 2), n_conversations=s["n_conversations"], n_examples=s["n_examples"], frozen=s["frozen"],
                    trainable_params=s["trainable_params"], total_params=s["total_params"],
                    out_dir=str(out), model_dir=str(final), adapter_dir=str(out / "adapter") if lora else None,

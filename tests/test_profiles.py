@@ -68,7 +68,7 @@ def gpu(tiny, tmp_path_factory):
 def test_gpu_profile_runs_every_paper_notebook(gpu, tiny):
     cold, sft, grpo = summary(gpu, "cold_start"), summary(gpu, "sft"), summary(gpu, "grpo")
     assert cold["style"] == sft["style"] == grpo["style"] == "spec-o3"   # 03 renders, 04 and 05 train on the same plots
-    assert sft["base_model"] == tiny.name and sft["sft_profile"]["name"] == "gpu" and sft["sft_profile"]["gradient_accumulation_steps"] == "8"
+    assert sft["base_model"] == tiny.name and sft["sft_profile"]["name"] == "gpu" and sft["sft_profile"]["global_batch"] == "32"
     assert grpo["grpo_profile"]["name"] == "gpu" and grpo["training"]["global_step"] == 1
     assert (gpu / "results" / "ablations" / "run.json").exists() and (gpu / "results" / "main" / "main_table.csv").exists()
     said = "".join("".join(o.get("text", "")) for c in json.loads((gpu / "nbs" / "06_ablations.ipynb").read_text())["cells"] for o in c.get("outputs", []))
