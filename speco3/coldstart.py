@@ -327,6 +327,7 @@ def heldout_keys(source # a SpecVI-Bench folder or file (every test_* file is re
             if isinstance(extra, str): extra = json.loads(extra)
             extra = extra or {}
             if extra.get("name"): keys.add(str(extra["name"]))
+            if isinstance(extra.get("index"), str) and extra["index"]: keys.add(extra["index"])  # a published row's id (wd_test_3)
             if row.get("object_id"): keys.add(str(row["object_id"]))
             try: flux = extra["tools_kwargs"]["spectral_visualization_tool"]["create_kwargs"]["flux"]
             except (KeyError, TypeError): flux = None

@@ -119,7 +119,8 @@ def grpo_example(row, # a SpecVI-Bench row (dict)
                  zoom=True, # False: the no-tool variant's prompt (no zooming asked for; the run has no tool)
                  prompt="paper"): # "brief": the miniature's system text and the question alone (see `speco3.prompts.PROMPTS`)
     "One TRL row: prompt messages (no tool schema: TRL adds it), the overview image, the tool's create_kwargs and the label."
-    name = row_get(row, "extra_info", "name") or f"row {row_get(row, 'extra_info', 'index')}"
+    index = row_get(row, "extra_info", "index")  # a published row's unique id (wd_train_3) names it, as `speco3.agent.sample_id` does
+    name = index if isinstance(index, str) and index else row_get(row, "extra_info", "name") or f"row {index}"
     ck = row_get(row, "extra_info", "tools_kwargs", TOOL_NAME, "create_kwargs")
     truth = row_get(row, "reward_model", "ground_truth")
     if ck is None or truth is None: raise ValueError(f"{name}: not a SpecVI-Bench row (needs extra_info.tools_kwargs.{TOOL_NAME}.create_kwargs and reward_model.ground_truth)")
@@ -304,7 +305,7 @@ class GRPOProfile:
 PROFILES = {
     "paper": GRPOProfile("paper", model="Qwen/Qwen2.5-VL-7B-Instruct", max_tool_calls=7, max_completion_length=32768),  # the authors' config: 8 assistant turns (7 zooms + the answer), response 32 768
     "gpu": GRPOProfile("gpu", model="Qwen/Qwen2.5-VL-3B-Instruct", prompts_per_step=8, prompts_per_update=4, micro_batch=4,
-                       num_train_epochs=1, save_steps=20),
+                       num_train_epochs=1, save_steps=20, max_tool_calls=7),  # the authors' 8 assistant turns, as at paper: 7 zooms + the answer
     "cpu": GRPOProfile("cpu", needs_init=True, style="fast", num_generations=4, prompts_per_step=8, prompts_per_update=8,
                        micro_batch=8, temperature=0.5, learning_rate=2e-5, weight_decay=0.0, max_completion_length=3584, reasoning_tokens=160,
                        answer_tokens=160, max_steps=50, freeze_vision=True, bf16=False, activation_checkpointing=False,

@@ -431,7 +431,8 @@ def reading_table(records:dict, # row name -> trajectory records; rows without t
     import pandas as pd
     from speco3.io import read_spectrum
     from speco3.seeing import said_in_trajectories, caption_scores
-    spectra = {r["extra_info"]["name"]: read_spectrum(r) for r in samples}
+    from speco3.agent import sample_id
+    spectra = {sample_id(r): read_spectrum(r) for r in samples}
     out = {}
     for name, recs in records.items():
         ex, words = said_in_trajectories(recs, spectra)

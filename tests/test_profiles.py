@@ -21,7 +21,7 @@ from speco3.tiny import build_tiny
 PAPER = Path(__file__).resolve().parent.parent / "nbs" / "paper"
 SIZE = dict(bench_size="smoke", max_eval=1, max_new_tokens=16)             # the smoke benchmark, a row per task, short turns
 BF16 = torch.cuda.is_available()                                          # the profiles' bf16 needs a GPU
-SFT = dict(max_steps=2, bf16=BF16, learning_rate=1e-3, logging_steps=1, save_steps=2, per_device_train_batch_size=2)
+SFT = dict(max_steps=2, bf16=BF16, learning_rate=1e-3, logging_steps=1, save_steps=2, per_device_train_batch_size=2, global_batch=2)
 GRPO = dict(bf16=BF16, num_generations=2, prompts_per_step=2, prompts_per_update=2, micro_batch=4,
             reasoning_tokens=16, answer_tokens=16, max_completion_length=2400, save_steps=1)  # 2 400 holds 8 spec-o3 plots
 

@@ -1,5 +1,5 @@
 """Check a toy run of an author's inputs (bin/reproduce gpu|paper --toy --data SNAPSHOT ...): every paper notebook finished;
-the main, SFT and GRPO predictions are on the snapshot's test rows (its names); SFT and GRPO ran the profile's recipe
+the main, SFT and GRPO predictions are on the snapshot's test rows (by their index ids, such as wd_test_3); SFT and GRPO ran the profile's recipe
 (recorded by name, the spec-o3 plots, the paper's 7 tool calls at paper), SFT on the authors' cold-start set, GRPO by
 its epochs (no step count given, the planned steps all taken).
 Usage: python tools/check_author_run.py RUN_DIR SNAPSHOT   (RUN_DIR: _toy/<profile>; exits 1 with one line per problem)"""
@@ -12,7 +12,7 @@ sys.path.insert(0, str(root))
 
 def problems(run, snapshot):
     import pandas as pd
-    from speco3.agent import load_samples
+    from speco3.agent import load_samples, sample_id
     from speco3.bench import PAPER_TASKS
     out = []
     summary = run / "reproduce.json"
@@ -21,7 +21,7 @@ def problems(run, snapshot):
     notebooks = sorted(p.stem for p in (root / "nbs" / "paper").glob("[0-9]*.ipynb"))
     if missing := [n for n in notebooks if f"{n}.ipynb" not in rec["wall_s"]]: out.append(f"notebooks that did not finish: {missing}")
     if not rec.get("inputs", {}).get("toy"): out.append(f"{summary}: not a --toy run (inputs: {rec.get('inputs')})")
-    test = {(r["data_source"], r["extra_info"]["name"]) for t in PAPER_TASKS for r in load_samples(snapshot, task=t, split="test")}
+    test = {(r["data_source"], sample_id(r)) for t in PAPER_TASKS for r in load_samples(snapshot, task=t, split="test")}  # index ids: wd_test_3
     for target in ("main", "sft", "grpo"):
         files = sorted((run / "results" / target).glob("predictions_*.csv"))
         if not files: out.append(f"results/{target}: no predictions"); continue

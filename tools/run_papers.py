@@ -3,10 +3,12 @@ where they do not wait on each other (speco3.reproduce.PAPER_DEPS; one that time
 DEST/<name>.ipynb with its log beside it.
 Used by bin/reproduce and bin/test; exits 1 when a notebook failed (those waiting for it do not run).
 Usage: python tools/run_papers.py --profile P --out-dir D --dest DEST [--jobs N] [--keep DIR] [--summary FILE] [--inline-figures]
-                                  [--param NAME=VALUE ...] [--toy] [NOTEBOOK ...]
+                                  [--param NAME=VALUE ...] [--toy] [--processes N] [NOTEBOOK ...]
   --toy runs the profile's code path at toy size (nbs/paper/toy.yaml: sizes only, never a step count): the given --data
   and --coldstart are shrunk into copies of the same form under OUT/data/, and each toy size goes to the notebooks that
   declare it.
+  --processes N trains every SFT and GRPO run in N processes (sft_overrides / grpo_overrides processes=N: accelerate
+  launch, speco3.launch), one notebook at a time.
   --param passes a papermill parameter to every notebook whose parameters cell declares NAME (`model`, the base model,
   only to the notebooks that train from it: 04_sft, 04a_ablation_runs, 06_ablations); how bin/reproduce hands on an
   author's --data, --coldstart and --model.
@@ -84,6 +86,7 @@ def main():
     p.add_argument("--jobs", type=int); p.add_argument("--keep"); p.add_argument("--summary"); p.add_argument("--inline-figures", action="store_true")
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
     p.add_argument("--toy", action="store_true", help="the profile's code path at toy size (nbs/paper/toy.yaml)")
+    p.add_argument("--processes", type=int, default=1, help="processes (GPUs) each SFT and GRPO run trains in (speco3.launch)")
     p.add_argument("notebooks", nargs="*")
     a = p.parse_args()
     if bad := [x for x in a.param if "=" not in x]: sys.exit(f"run_papers: --param {bad[0]!r} is not NAME=VALUE")
@@ -96,9 +99,13 @@ def main():
     paper = root / "nbs" / "paper"
     sizes, inputs = {}, {k: Path(v).name for k, v in given.items()}
     if a.toy: sizes, params, toy = toy_sizes(a.profile, params, (paper / a.out_dir).resolve()); inputs.update(toy)
+    if a.processes < 1: sys.exit(f"run_papers: --processes {a.processes}: give 1 or more")
+    if a.processes > 1:  # every SFT and GRPO run launched in N processes; one notebook at a time, so two never share the GPUs
+        for k in ("sft_overrides", "grpo_overrides"): sizes[k] = {**sizes.get(k, {}), "processes": a.processes}
+        inputs["processes"] = a.processes
     names = [Path(n).stem for n in a.notebooks] or sorted(f.stem for f in paper.glob("[0-9]*.ipynb"))
     if absent := [n for n in names if not (paper / f"{n}.ipynb").exists()]: sys.exit(f"run_papers: no notebook {', '.join(absent)} in nbs/paper")
-    plan, jobs = paper_plan(names), a.jobs or default_jobs(a.profile, a.toy)
+    plan, jobs = paper_plan(names), a.jobs or (1 if a.processes > 1 else default_jobs(a.profile, a.toy))
     dest = Path(a.dest).resolve(); dest.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     if a.inline_figures: env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"  # figures kept in the executed notebook
