@@ -100,8 +100,7 @@ def build(out, per_class=2, seed=0):
     with tempfile.TemporaryDirectory() as tmp:
         records = draft(train, Path(tmp) / "drafts", style="spec-o3", min_snr=None)  # atlas spectra carry no noise estimate
         kept, _ = qc(records)
-        index = {r["extra_info"]["name"]: r["extra_info"]["index"] for r in train}  # the row's index id (cc_train_3), as the authors' sample_index
-        kept = [dict(r, sample_index=index[r["sample_id"]]) for r in kept]
+        # a published row's id is its index (cc_train_3): the drafts carry it as their sample_id, the authors' sample_index
         cold = export_authors_sharegpt(kept, Path(tmp) / "drafts", out / "ColdStartSFT")
     print(f"{out}: SpecVI-Bench {len(files)} files, {sum(f['rows'] for f in files.values())} rows; "
           f"ColdStartSFT {len(kept)} of {len(records)} expert drafts (QC-passed) in the authors' form -> {cold.name}")
