@@ -70,9 +70,9 @@ def write_rows(folder, task, split, yes, no):
 
 def build(out, per_class=2, seed=0):
     from speco3.realmix import load_real
-    from speco3.bench import export_published, check_benchmark
+    from speco3.bench import export_published, check_benchmark, benchmark_files
     from speco3.agent import load_samples
-    from speco3.coldstart import draft, qc, export_authors_sharegpt
+    from speco3.coldstart import draft, qc, heldout_keys, export_authors_sharegpt
     out = Path(out)
     if out.exists() and any(out.iterdir()): sys.exit(f"author_fixture: {out} is not empty")
     real = [s for s in load_real(root / "data" / "real-spectra") if len(s.wavelength) > 100]
@@ -99,7 +99,7 @@ def build(out, per_class=2, seed=0):
     train = [r for t in LABELS for r in load_samples(snapshot, task=t, split="train")]
     with tempfile.TemporaryDirectory() as tmp:
         records = draft(train, Path(tmp) / "drafts", style="spec-o3", min_snr=None)  # atlas spectra carry no noise estimate
-        kept, _ = qc(records)
+        kept, _ = qc(records, test_ids=heldout_keys(benchmark_files(snapshot)))  # never a spectrum of a test row, as the authors' set
         # a published row's id is its index (cc_train_3): the drafts carry it as their sample_id, the authors' sample_index
         cold = export_authors_sharegpt(kept, Path(tmp) / "drafts", out / "ColdStartSFT")
     print(f"{out}: SpecVI-Bench {len(files)} files, {sum(f['rows'] for f in files.values())} rows; "
