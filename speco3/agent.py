@@ -69,7 +69,9 @@ def as_sample(x, # a Sample, Target, Spectrum, table row (SpecVI-Bench or real-s
     if not isinstance(x, (Target, str, Path, Spectrum)):  # a table row may carry its task and truth
         task = task or dict(x).get("data_source")
         truth = truth or row_get(dict(x), "reward_model", "ground_truth")
-        if (p := dict(x).get("prompt")) is not None: prompt = check_row_prompt(p, sid)
+        if (p := dict(x).get("prompt")) is not None and len(p):  # verl's form (system, user starting with <image>): asked in its words;
+            try: prompt = check_row_prompt(p, sid)                 # any other (a user's own table): the project's wording, and the
+            except ValueError: prompt = None                       # trajectory records which text was asked
     if task not in TASKS: raise ValueError(f"{sid}: task {task!r} is unknown; choose one of {', '.join(TASKS)}")
     if truth is not None and (label := yes_no(truth)) is None: raise ValueError(f"{sid}: truth must be YES or NO, got {truth!r}")
     return Sample(sid, task, spec, None if truth is None else label, prompt)

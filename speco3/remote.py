@@ -393,6 +393,8 @@ def _send(self:OpenAIPolicy, data):
     finally:
         timer.cancel(); _TL.socks = None
         with self._lock: self._live.pop(id(socks), None)
+    if cut.is_set():  # the deadline closed the socket mid-read: what arrived is a part of the reply, never parsed as one
+        raise _Failure(f"no complete reply within {self.timeout:g} s (timeout)", None, True)
     return self._parse(raw)
 
 def _exchange(self:OpenAIPolicy, req):
@@ -403,6 +405,8 @@ def _exchange(self:OpenAIPolicy, req):
             if size and size.isdigit() and int(size) > MAX_REPLY: raise _Failure(_too_big(int(size)), 200)
             raw = r.read(MAX_REPLY + 1)   # never more than the cap in memory, whatever the server sends
             if len(raw) > MAX_REPLY: raise _Failure(_too_big(None), 200)
+            if size and size.isdigit() and len(raw) < int(size):  # a read with a size returns what came before the connection closed
+                raise _Failure(f"connection failed: the reply was cut short ({len(raw)} of {size} bytes)", None, True)
     except urllib.error.HTTPError as e:
         try: detail = _server_message(e.read(MAX_REPLY)) or e.reason
         except (OSError, http.client.HTTPException): detail = e.reason
