@@ -1,6 +1,6 @@
 """bin/reproduce and tools/run_papers.py with an author's inputs: bad arguments are refused in one line before anything
 runs, the toy sizes reach only the notebooks that declare them, the inputs are shrunk into copies of the same form, and
---processes reaches every SFT and GRPO run. (The whole toy run, at gpu and paper, is bin/test step 6.)"""
+--processes reaches every SFT and GRPO run. (The whole toy run, at gpu and paper, is bin/test step 7.)"""
 import json, subprocess, sys
 from pathlib import Path
 import pytest

@@ -1,7 +1,7 @@
 """The gpu profile on the project's own data (SpecVI-Sim, 03_cold_start's drafts): the paper notebooks that take a profile
 run their `gpu` code path at miniature size on a CPU, with papermill, offline: a tiny model built here stands in for the
 profile's hub model (`model=`), the benchmark is the smoke build (`bench_size=`), training takes a step or two and the
-evaluation a row per task. (An author's inputs, at gpu and at paper, run end to end in bin/test step 6.)
+evaluation a row per task. (An author's inputs, at gpu and at paper, run end to end in bin/test step 7.)
 
 What stays the profile's: the recipe's code path (its model loading from a folder, the SFT and GRPO settings not
 overridden below, the spec-o3 plots), the style handed from 03 to 04 and 05, and
@@ -77,5 +77,5 @@ def test_gpu_profile_runs_every_paper_notebook(gpu, tiny):
 
 
 # The paper profile, and both profiles on an author's inputs in their published layouts (a SpecVI-Bench snapshot, the
-# authors' ShareGPT cold-start set, a local model folder), run end to end in bin/test step 6: bin/reproduce gpu|paper --toy on
+# authors' ShareGPT cold-start set, a local model folder), run end to end in bin/test step 7: bin/reproduce gpu|paper --toy on
 # tools/author_fixture.py's fixture, checked by tools/check_author_run.py.
