@@ -71,8 +71,8 @@ def test_the_vet_example_finds_what_the_readme_says(tmp_path):
         args += sorted(glob.glob(a, root_dir=tmp_path)) if "*" in a else [a]
     assert len(args) > 4, args
     cli = "import sys; from speco3.cli import main; sys.exit(main())"
-    r = subprocess.run([sys.executable, "-c", cli, "vet", *args, "--quiet"], cwd=tmp_path, capture_output=True, text=True,
-                       timeout=300, env={**os.environ, "MPLBACKEND": "Agg"})
+    r = subprocess.run([sys.executable, "-c", cli, "vet", *args, "--quiet"], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=300, env={**os.environ, "MPLBACKEND": "Agg"})
     assert r.returncode == 0, r.stderr[-2000:]
     shown = re.search(r"```\n(vetted .*?)\n", readme).group(1)
     counts = lambda s: re.search(r"vetted (\d+) of (\d+): (\d+) YES, (\d+) NO", s).groups()
