@@ -73,3 +73,34 @@ def test_pages_render_in_chromium(book, tmp_path):
         assert seen["chars"] > 50 and not seen["unloaded"] and not seen["errors"], (page.name, seen)
         assert not console, (page.name, console)
         if page.name == "05_toy.html": assert seen["images"] == 2 and seen["title"] == "A toy chapter", seen
+
+def _build_book_module():
+    import importlib.machinery, importlib.util
+    loader = importlib.machinery.SourceFileLoader("build_book", str(ROOT / "tools" / "build_book"))
+    mod = importlib.util.module_from_spec(importlib.util.spec_from_loader("build_book", loader))
+    loader.exec_module(mod)
+    return mod
+
+def test_a_page_shows_tables_as_tables_and_leaves_stderr_out():
+    bb = _build_book_module()
+    new = nbformat.v4
+    printed = "A title\n| a | b |\n| --- | --- |\n| 1 | 2 |\nafter\n"
+    outputs = [new.new_output("stream", name="stderr", text="Loading weights: 100%|███| 56/56\n"),
+               new.new_output("stream", name="stdout", text=printed),
+               new.new_output("stream", name="stdout", text="x | y is not a table\n")]
+    nb = new.new_notebook(cells=[new.new_markdown_cell("Main table:\n<!-- include: results/main/main_table.md -->"),
+                                 new.new_code_cell("run()", outputs=outputs)])
+    cell_md, cell = bb.prepare(nb).cells
+    assert "include:" not in cell_md.source and "| Scripted expert |" in cell_md.source
+    kinds = [(o.output_type, o.get("name"), o.get("text") or o.data["text/markdown"]) for o in cell.outputs]
+    assert kinds == [("stream", "stdout", "A title\n"), ("display_data", None, "| a | b |\n| --- | --- |\n| 1 | 2 |\n"),
+                     ("stream", "stdout", "after\n"), ("stream", "stdout", "x | y is not a table\n")], kinds
+
+def test_the_readme_and_results_pages_are_in_the_book(tmp_path):
+    bb = _build_book_module()
+    assert [p.name for _, p in bb.default_notebooks()[:2]] == ["index.ipynb", "results.ipynb"]
+    pages = bb.build(tmp_path, [("Chapters", ROOT / "nbs" / n) for n in ("index.ipynb", "results.ipynb")])
+    assert [p.name for p in pages] == ["index.html", "readme.html", "results.html"]
+    readme, results = (tmp_path / "readme.html").read_text(), (tmp_path / "results.html").read_text()
+    assert 'href="results.html"' in readme and 'href="readme.html"' in results and "Contents" in readme
+    assert readme.count("<table") >= 2 and results.count("<table") >= 10 and "include:" not in results

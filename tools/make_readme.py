@@ -1,8 +1,9 @@
-"""Write README.md from nbs/index.ipynb (markdown cells as they are, code cells as fenced Python with their
-text output). A markdown line `<!-- include: PATH -->` is replaced by the file at PATH (relative to the repository
-root; a .csv file becomes a Markdown table), so tables generated into results/ appear in the README without being typed.
+"""Write README.md from nbs/index.ipynb and the results page docs/results.md from nbs/results.ipynb (markdown cells
+as they are, code cells as fenced Python with their text output). A markdown line `<!-- include: PATH -->` is replaced
+by the file at PATH (relative to the repository root; a .csv file becomes a Markdown table), so tables generated into
+results/ appear in the pages without being typed.
 nbdev's own nbdev_readme needs Quarto, which these machines do not have.
-Usage: python tools/make_readme.py [--check]   (--check exits 1 if README.md is out of date)"""
+Usage: python tools/make_readme.py [--check]   (--check exits 1 if README.md or docs/results.md is out of date)"""
 import csv, json, re, sys
 from pathlib import Path
 
@@ -33,10 +34,18 @@ def render(nb):
             if text: parts.append(f"```\n{text}\n```")
     return "\n\n".join(parts) + "\n"
 
-if __name__ == "__main__":
-    text = render(json.loads((root / "nbs" / "index.ipynb").read_text()))
-    readme = root / "README.md"
-    if "--check" in sys.argv:
-        if not readme.exists() or readme.read_text() != text:
-            sys.exit("README.md is out of date with nbs/index.ipynb: run `python tools/make_readme.py` and commit it")
-    else: readme.write_text(text)
+PAGES = {"README.md": "nbs/index.ipynb", "docs/results.md": "nbs/results.ipynb"}   # page written: its notebook
+
+def main(check=False): # only compare the pages with what they would be
+    "Write every page of `PAGES` (or, with `check`, exit 1 naming those that are out of date)."
+    stale = []
+    for page, nb in PAGES.items():
+        text, out = render(json.loads((root / nb).read_text())), root / page
+        if check:
+            if not out.exists() or out.read_text() != text: stale.append(f"{page} is out of date with {nb}")
+        else:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(text)
+    if stale: sys.exit("; ".join(stale) + ": run `python tools/make_readme.py` and commit it")
+
+if __name__ == "__main__": main("--check" in sys.argv)
