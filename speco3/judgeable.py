@@ -64,7 +64,7 @@ def _flux(s):
 
 # %% ../nbs/05_judgeable.ipynb #ff1296dd
 def _noise(w, f, lo, hi):
-    "Relative noise per pixel in [lo, hi] from second differences (the scripted expert's estimator); NaN under 8 pixels."
+    "Relative noise per pixel in [lo, hi] from second differences (the scripted expert's); NaN under 8 pixels."
     x = f[(w >= lo) & (w <= hi)]
     if len(x) < 8: return np.nan
     d, m = x[1:-1] - 0.5 * (x[:-2] + x[2:]), np.median(x)
@@ -72,7 +72,7 @@ def _noise(w, f, lo, hi):
 
 def snr(spectrum:Spectrum # the spectrum (observed frame, with its redshift)
        ) -> float:
-    "S/N per pixel: one over the relative noise in rest `SNR_BAND` (all usable pixels where it holds < 8); NaN if unmeasurable."
+    "S/N per pixel: 1 / relative noise in rest `SNR_BAND` (all usable pixels where it holds < 8); NaN if unmeasurable."
     w, f = spectrum.rest_wavelength[spectrum.good], spectrum.flux[spectrum.good]
     nz = _noise(w, f, *SNR_BAND)
     if not np.isfinite(nz): nz = _noise(w, f, -np.inf, np.inf)
@@ -91,7 +91,8 @@ def _windows(s, task):
     step, out = float(np.median(np.diff(w))), []
     for what, lo, hi in WINDOWS[task]:
         if w[0] > lo or w[-1] < hi:
-            out.append(("coverage", f"wavelengths {_span(w[0], w[-1])}{frame} do not reach {what}, which the {task} question needs"))
+            out.append(("coverage", f"wavelengths {_span(w[0], w[-1])}{frame} do not reach {what}, "
+                                    f"which the {task} question needs"))
             continue
         share = min(1.0, int((s.good & (w >= lo) & (w <= hi)).sum()) / max((hi - lo) / step, 1.0))
         if share < MIN_WINDOW_GOOD:
@@ -100,14 +101,16 @@ def _windows(s, task):
     return out
 
 # %% ../nbs/05_judgeable.ipynb #77aa5171
-KINDS = ("redshift", "units", "pixels", "flux", "coverage", "masked", "snr")  # what `judge_checks` can find, in its order
+KINDS = ("redshift", "units", "pixels", "flux", "coverage", "masked", "snr")  # what `judge_checks` finds, in order
 
 def judge_checks(spectrum:Spectrum, # the spectrum to vet (observed frame, with its redshift and mask)
                  task:str # the question's task key (`speco3.tasks.PAPER_TASKS` or `OOD_TASKS`)
                 ) -> list[tuple[str, str]]:
     "(kind, reason) for every problem that keeps `spectrum` from being judged for `task`; empty when it can be."
-    if not isinstance(spectrum, Spectrum): raise TypeError(f"judge_checks: expected a Spectrum, got {type(spectrum).__name__}")
-    if task not in WINDOWS: raise ValueError(f"judge_checks: task {task!r} is unknown; choose one of {', '.join(WINDOWS)}")
+    if not isinstance(spectrum, Spectrum):
+        raise TypeError(f"judge_checks: expected a Spectrum, got {type(spectrum).__name__}")
+    if task not in WINDOWS:
+        raise ValueError(f"judge_checks: task {task!r} is unknown; choose one of {', '.join(WINDOWS)}")
     basic = _redshift(spectrum) + _units(spectrum) + _pixels(spectrum) + _flux(spectrum)
     return basic or _windows(spectrum, task) + _snr(spectrum, task)
 

@@ -593,7 +593,8 @@ def _prediction_row(rec, escape):
     return dict(sample_id=escape(_get(rec, "sample_id")), task=_get(rec, "task"), truth=_label_cell(_get(rec, "truth")),
                 prediction=_label_cell(_get(rec, "prediction")), strict_prediction=_label_cell(_strict(rec)),
                 status=rec.get("status"), format_ok=rec.get("format_ok"), n_tool_calls=t.get("n_tool_calls"),
-                windows="" if w is None else json.dumps([[float(lo), float(hi)] for lo, hi in w]), reward=rec.get("reward"),
+                windows="" if w is None else json.dumps([[float(lo), float(hi)] for lo, hi in w]),
+                reward=rec.get("reward"),
                 cannot_judge=json.dumps(list(why), ensure_ascii=False) if (why := rec.get("cannot_judge")) else "")
 
 def write_predictions(path, # the CSV file to write
@@ -610,7 +611,7 @@ def write_predictions(path, # the CSV file to write
 
 def read_predictions(path # a predictions file written by `write_predictions`
                     ) -> list:
-    "The rows of a predictions file as records: a missing answer is None, never 'nan'; `windows` and `cannot_judge` parsed back."
+    "The rows of a predictions file as records: a missing answer is None, never 'nan'; `windows`, `cannot_judge` read."
     blank = {c: [""] for c in ("prediction", "truth", "strict_prediction", "reward", "status", "format_ok", "n_tool_calls")}
     df = pd.read_csv(path, keep_default_na=False, na_values=blank)
     recs = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()} for r in df.to_dict("records")]
@@ -619,7 +620,9 @@ def read_predictions(path # a predictions file written by `write_predictions`
             w = r.pop(col, "")
             try:
                 if w != "": r[col] = json.loads(w)
-            except ValueError: raise ValueError(f"{path}, row {i + 2}: {col} {w!r} is not the JSON list write_predictions writes") from None
+            except ValueError:
+                raise ValueError(f"{path}, row {i + 2}: {col} {w!r} is not the JSON list write_predictions writes") \
+                    from None
     if not recs: raise ValueError(f"{path}: no rows (a predictions file holds one row per vetted sample)")
     return recs
 

@@ -30,8 +30,9 @@ HOSTILE = {  # sample id -> (the spectrum, the kind of reason it must get)
     "snr2": (simulate("cv_dn", 1, "lamost", snr=2, seed=1)[0], "snr"),
     "ha-masked": (CV.replace(flux=np.where(HA, np.nan, CV.flux)), "masked"),
 }
-WORDS = {"units": "hold 0 Å of the optical", "flux": "flux is zero everywhere", "redshift": "redshift 1e+10 is outside",
-         "snr": "is below the floor of", "masked": "Hα 6563 Å: only 0% of 6500–6630 Å usable"}
+WORDS = {"units": "hold 0 Å of the optical", "flux": "flux is zero everywhere",
+         "redshift": "redshift 1e+10 is outside", "snr": "is below the floor of",
+         "masked": "Hα 6563 Å: only 0% of 6500–6630 Å usable"}
 
 
 def table(path):
@@ -106,7 +107,8 @@ def test_without_the_check_the_same_inputs_get_silent_answers(vetted, capsys):
     assert main(["vet", str(d / "rows.parquet"), "--out", str(d / "off"), "--no-judge-check", *FAST]) == 0
     recs = records(d / "off")
     assert "cannot_judge" not in {r["status"] for r in recs.values()}
-    assert [recs[k]["prediction"] for k in ("good", "nm", "zero", "z1e10")] == ["YES", "NO", "NO", "NO"]   # the bug
+    # the bug: silent answers
+    assert [recs[k]["prediction"] for k in ("good", "nm", "zero", "z1e10")] == ["YES", "NO", "NO", "NO"]
     assert "cannot judge" not in capsys.readouterr().out
     # a folder made with the check is not resumed without it (answers of two settings must not mix)
     assert main(["vet", str(d / "rows.parquet"), "--out", str(d / "run"), "--no-judge-check", *FAST]) == 1
