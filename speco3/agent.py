@@ -20,10 +20,12 @@ from .prompts import build_messages, row_messages, check_row_prompt, check_promp
 from .tasks import yes_no, row_get
 from .reward import parse, score, no_verdict_score, ALPHA
 from .policy import Episode, Policy
+from .judgeable import judge_issues
 
 # %% auto #0
-__all__ = ['LIMIT_TEXT', 'FAILED', 'BATCH_SIZE', 'Sample', 'Target', 'sample_id', 'as_sample', 'Turn', 'Trajectory',
-           'inspect_batch', 'inspect', 'load_samples', 'expand_inputs', 'pick_targets', 'run', 'read_trajectories']
+__all__ = ['LIMIT_TEXT', 'FAILED', 'FINAL_NO_VERDICT', 'BATCH_SIZE', 'Sample', 'Target', 'sample_id', 'as_sample', 'Turn',
+           'Trajectory', 'inspect_batch', 'inspect', 'load_samples', 'expand_inputs', 'pick_targets', 'run',
+           'read_trajectories']
 
 # %% ../nbs/09_agent.ipynb #84962589
 @dataclass
@@ -335,6 +337,7 @@ def pick_targets(items, # items `as_sample` accepts
 
 # %% ../nbs/09_agent.ipynb #4aa32222
 FAILED = ("read_error", "policy_error")  # statuses that hold no verdict because something failed; retried on the next run
+FINAL_NO_VERDICT = ("cannot_judge",)     # no verdict and none to wait for: the spectrum cannot answer; never retried
 
 def _finished(jsonl, ids, skip_failed):
     "(ids done, ids to retry): the records of `jsonl` (broken lines repaired away); failed ones of `ids` are retried unless `skip_failed`."
@@ -345,9 +348,19 @@ def _finished(jsonl, ids, skip_failed):
     return set(last) - retry, retry
 
 def _guarded(item, task, policy, opts):
-    "A started episode for `item`, or the read_error record saying why it cannot be vetted (whatever went wrong)."
-    try: return _Run(as_sample(item, task), policy, opts["style"], opts["max_tool_calls"], opts["guidelines"], opts["zoom"])
+    "A started episode for `item`, or the record saying why not: read_error (whatever went wrong) or cannot_judge."
+    try:
+        sample = as_sample(item, task)
+        started = _Run(sample, policy, opts["style"], opts["max_tool_calls"], opts["guidelines"], opts["zoom"])
+        why = judge_issues(sample.spectrum, sample.task) if opts.get("judge_check") else []
     except Exception as e: return _read_error(item, task, policy, e)
+    return _cannot_judge(sample, policy, why) if why else started
+
+def _cannot_judge(sample, policy, why):
+    "The final record of a spectrum that cannot answer its question (`speco3.judgeable`): no turn, no prediction, why."
+    return {"sample_id": sample.sample_id, "task": sample.task, "policy": policy.describe(), "status": "cannot_judge",
+            "prediction": None, "format_ok": False, "truth": sample.truth, "cannot_judge": list(why), "turns": [],
+            "n_tool_calls": 0}
 
 def _read_error(item, task, policy, e):
     sid = sample_id(item)
@@ -363,6 +376,7 @@ def _run_config(policy, task, kw):
     pol = {k: v for k, v in policy.describe().items() if k not in _RUNTIME}
     cfg = dict(task=task, policy=pol, style=kw.get("style", "spec-o3"), max_tool_calls=kw.get("max_tool_calls", MAX_TOOL_CALLS),
                guidelines=kw.get("guidelines", True), zoom=kw.get("zoom", True))
+    if kw.get("judge_check"): cfg["judge_check"] = True  # only when on: folders of runs without it stay as they were
     return json.loads(json.dumps(cfg, default=str))
 
 def _says(cfg, keys): return ", ".join(f"{k}={json.dumps(cfg.get(k))}" for k in keys)
@@ -375,7 +389,7 @@ def _claim(out, config, restart):
     path = out / "run_config.json"
     old = json.loads(path.read_text()) if path.exists() else None
     if old is not None and old != config:
-        diff = [k for k in config if old.get(k) != config[k]] or list(config)
+        diff = [k for k in {**old, **config} if old.get(k) != config.get(k)] or list(config)
         raise ValueError(f"{out}: this run folder was made for {_says(old, diff)}, not {_says(config, diff)}; "
                          "use another folder, or restart (--restart) to empty it")
     out.mkdir(parents=True, exist_ok=True)
@@ -394,10 +408,11 @@ def run(samples, # items `as_sample` accepts (see `load_samples`): a list, or an
         skip_failed=False, # keep earlier read_error/policy_error records instead of retrying those samples
         jobs=1, # worker processes vetting batches side by side; the records are written in input order all the same
         worker_policy=None, # for jobs > 1: a picklable function returning the policy, when the policy itself does not pickle
-        **kw # passed to `inspect_batch`: max_tool_calls, style, guidelines, zoom, alpha, seed
+        **kw # to `inspect_batch`: max_tool_calls, style, guidelines, zoom, alpha, seed; and judge_check (below)
        ) -> dict:
     "Vet every sample, appending records to `out_dir/trajectories.jsonl`; resumes a killed run of the same settings, retrying failed samples. Returns the summary."
-    opts = dict(max_tool_calls=MAX_TOOL_CALLS, style="spec-o3", guidelines=True, zoom=True, alpha=ALPHA, seed=None)
+    opts = dict(max_tool_calls=MAX_TOOL_CALLS, style="spec-o3", guidelines=True, zoom=True, alpha=ALPHA, seed=None,
+                judge_check=False)  # True: a spectrum unfit for its question (`speco3.judgeable`) is cannot_judge
     if extra := sorted(set(kw) - set(opts)): raise TypeError(f"run: unknown option(s) {', '.join(extra)}")
     opts.update(kw)
     if int(batch_size) < 1: raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -449,10 +464,17 @@ def _run_locked(samples, ids, policy, out, task, batch_size, progress, restart, 
     wall, n_run = time.perf_counter() - t0, len(ids) - n_resumed
     summary = dict(policy=policy.describe(), n_samples=len(ids), n_resumed=n_resumed, n_run=n_run, n_retried=len(retry), jobs=jobs,
                    wall_s=round(wall, 3), spectra_per_s=round(stats["n"] / wall, 3) if stats["n"] and wall > 0 else None,
-                   model_s=round(stats["model_s"], 3), tool_s=round(stats["tool_s"], 3), style=opts["style"])
+                   model_s=round(stats["model_s"], 3), tool_s=round(stats["tool_s"], 3), style=opts["style"],
+                   judge_check=bool(opts["judge_check"]),
+                   n_cannot_judge=_n_cannot_judge(out / "trajectories.jsonl", ids))
     summary["passes"] = _passes(out / "summary.json") + ([_pass(summary)] if n_run else [])
     atomic_write(out / "summary.json", json.dumps(summary, indent=1))
     return summary
+
+def _n_cannot_judge(jsonl, ids):
+    "How many of `ids` the run folder holds as cannot_judge."
+    recs = read_jsonl(jsonl, require=("sample_id",))
+    return sum(r.get("status") == "cannot_judge" and r["sample_id"] in ids for r in recs)
 
 def _pass(s): return {k: s.get(k) for k in ("n_run", "jobs", "wall_s", "spectra_per_s", "model_s", "tool_s")}
 

@@ -71,7 +71,8 @@ def _vet(a):
     policy = make_policy(a.policy, **kw)
     batch = max(a.batch_size, a.concurrency or 0)  # a batch holds at least --concurrency samples, so that many requests can be in flight
     summary = run(items, policy, a.out, task=a.task, batch_size=batch, jobs=a.jobs, worker_policy=partial(make_policy, a.policy, **kw),
-                  progress=not a.quiet, style=a.style, max_tool_calls=a.max_tool_calls, restart=a.restart, skip_failed=a.skip_failed)
+                  progress=not a.quiet, style=a.style, max_tool_calls=a.max_tool_calls, restart=a.restart,
+                  skip_failed=a.skip_failed, judge_check=not a.no_judge_check)
     _write_tables(a.out)
     return _closing(a.out, {sample_id(i) for i in items}, summary.get("n_retried", 0))
 
@@ -98,17 +99,22 @@ def _closing(run_dir, # the run folder
              ids, # the sample ids of this command
              n_retried=0 # failed samples this command tried again
             ) -> int:
-    "List every input that could not be vetted with its reason (stderr), print the counts; 1 when nothing was vetted."
+    "List every input not vetted or not judgeable with its reasons (stderr), print the counts; 1: nothing vetted."
     from speco3.agent import read_trajectories
     from speco3.io import escape_surrogates
     want = set(ids)
     recs = [r for r in read_trajectories(run_dir) if r["sample_id"] in want]
     failed = [r for r in recs if r["status"] in ("read_error", "policy_error")]
     for r in failed: print(escape_surrogates(f"speco3 vet: {'unreadable' if r['status'] == 'read_error' else 'not vetted'}: {_why(r)}"), file=sys.stderr)
+    judged_out = [r for r in recs if r["status"] == "cannot_judge"]   # a final outcome, with its reasons
+    for r in judged_out:
+        why = "; ".join(r.get("cannot_judge") or [])
+        print(escape_surrogates(f"speco3 vet: cannot judge: {r['sample_id']}: {why}"), file=sys.stderr)
     vetted = [r for r in recs if r["status"] not in ("read_error", "policy_error")]
     yes, no = (sum(r.get("prediction") == v for r in vetted) for v in ("YES", "NO"))
-    unreadable = sum(r["status"] == "read_error" for r in failed)
-    print(f"vetted {len(vetted)} of {len(ids)}: {yes} YES, {no} NO, {len(vetted) - yes - no} without a verdict; "
+    unreadable, cj = sum(r["status"] == "read_error" for r in failed), len(judged_out)
+    print(f"vetted {len(vetted)} of {len(ids)}: {yes} YES, {no} NO, " + (f"{cj} cannot judge, " if cj else "")
+          + f"{len(vetted) - yes - no - cj} without a verdict; "
           f"{unreadable} unreadable" + (f", {len(failed) - unreadable} policy errors" if len(failed) > unreadable else "")
           + (f"; {n_retried} failed before and retried" if n_retried else "") + escape_surrogates(f" ({run_dir})"))
     if vetted: return 0
@@ -188,6 +194,8 @@ def _add_vet(sub):
     v.add_argument("--max-tool-calls", type=_at_least(0), default=MAX_TOOL_CALLS)
     v.add_argument("--limit", type=_at_least(1), help="vet only the first N samples"); v.add_argument("--quiet", action="store_true")
     v.add_argument("--skip-failed", action="store_true", help="do not retry samples that failed before (unreadable, policy errors)")
+    v.add_argument("--no-judge-check", action="store_true", help="give every readable spectrum to the policy, even one "
+                   "that cannot answer its question (units, flux, pixels, redshift, windows, S/N: speco3.judgeable)")
     v.add_argument("--timeout", type=_positive, help=f"openai: seconds a request may take in all, reply included (default {TIMEOUT})")
     v.add_argument("--retries", type=_at_least(0), help=f"openai: further attempts after a failed request (default {MAX_RETRIES})")
     v.add_argument("--concurrency", type=_at_least(1), help="openai: requests in flight per worker process (default 8); batches grow to hold as many samples")

@@ -323,11 +323,13 @@ def _merge_left_out(left_out, rows) -> dict:
     for r in rows: by[r["reason"]] = by.get(r["reason"], 0) + 1
     return {"n": len(rows), "by_reason": by, "rows": rows}
 
-def split_scored(records # trajectory records (or dicts with sample_id, task, truth, status, error)
+def split_scored(records # trajectory records (or dicts with sample_id, task, truth, status, error, cannot_judge)
                 ) -> tuple[list, dict]:
     "(the records that can be scored: a task and a YES/NO truth, a summary of the others: how many and why, row by row)."
     keep, rows = [], []
     for r in records:
+        if r.get("status") == "cannot_judge":  # a final outcome without a verdict: never scored, even with a truth
+            rows.append({**_left_row(r, "cannot judge"), "cannot_judge": list(r.get("cannot_judge") or [])}); continue
         truth = yes_no(r.get("truth", r.get("ground_truth")))
         if truth and r.get("task"): keep.append(r); continue
         status = r.get("status")
@@ -577,7 +579,7 @@ def main_table(results,     # dict policy name -> `Evaluation`
 
 # %% ../nbs/11_metrics.ipynb #e18b77ef
 PREDICTION_COLUMNS = ("sample_id", "task", "truth", "prediction", "strict_prediction", "status", "format_ok",
-                      "n_tool_calls", "windows", "reward")
+                      "n_tool_calls", "windows", "reward", "cannot_judge")
 
 def _label_cell(v):
     "A label as the file holds it: YES/NO, None when missing, anything else as it is (`evaluate` names it when read)."
@@ -585,13 +587,15 @@ def _label_cell(v):
     return v if label is _BAD else label
 
 def _prediction_row(rec, escape):
-    "One record as a row of the predictions file; `windows` as JSON, '' when the record says nothing of them."
+    "One record as a row of the predictions file; `windows` and `cannot_judge` (the reasons) as JSON, '' when absent."
     t = tool_fields(rec)
     w = t.get("windows")
     return dict(sample_id=escape(_get(rec, "sample_id")), task=_get(rec, "task"), truth=_label_cell(_get(rec, "truth")),
                 prediction=_label_cell(_get(rec, "prediction")), strict_prediction=_label_cell(_strict(rec)),
                 status=rec.get("status"), format_ok=rec.get("format_ok"), n_tool_calls=t.get("n_tool_calls"),
-                windows="" if w is None else json.dumps([[float(lo), float(hi)] for lo, hi in w]), reward=rec.get("reward"))
+                windows="" if w is None else json.dumps([[float(lo), float(hi)] for lo, hi in w]),
+                reward=rec.get("reward"),
+                cannot_judge=json.dumps(list(why), ensure_ascii=False) if (why := rec.get("cannot_judge")) else "")
 
 def write_predictions(path, # the CSV file to write
                       records, # trajectory records (speco3.agent.read_trajectories) or dicts with task, truth, prediction
@@ -607,15 +611,18 @@ def write_predictions(path, # the CSV file to write
 
 def read_predictions(path # a predictions file written by `write_predictions`
                     ) -> list:
-    "The rows of a predictions file as records: a missing answer is None, never 'nan'; `windows` parsed back."
+    "The rows of a predictions file as records: a missing answer is None, never 'nan'; `windows`, `cannot_judge` read."
     blank = {c: [""] for c in ("prediction", "truth", "strict_prediction", "reward", "status", "format_ok", "n_tool_calls")}
     df = pd.read_csv(path, keep_default_na=False, na_values=blank)
     recs = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()} for r in df.to_dict("records")]
     for i, r in enumerate(recs):
-        w = r.pop("windows", "")
-        try:
-            if w != "": r["windows"] = json.loads(w)
-        except ValueError: raise ValueError(f"{path}, row {i + 2}: windows {w!r} is not the JSON list write_predictions writes") from None
+        for col in ("windows", "cannot_judge"):   # files written before the cannot_judge column have none
+            w = r.pop(col, "")
+            try:
+                if w != "": r[col] = json.loads(w)
+            except ValueError:
+                raise ValueError(f"{path}, row {i + 2}: {col} {w!r} is not the JSON list write_predictions writes") \
+                    from None
     if not recs: raise ValueError(f"{path}: no rows (a predictions file holds one row per vetted sample)")
     return recs
 

@@ -45,6 +45,8 @@ def _trajectory_html(run_dir, rec):
             f' <small>{html.escape(rec.get("status", ""))}, {rec.get("n_tool_calls", 0)} tool calls</small>')
     body = []
     if rec.get("error"): body.append(f'<p class="err">{html.escape(rec["error"])}</p>')
+    why = "; ".join(map(str, rec.get("cannot_judge") or []))   # a spectrum that cannot answer its question
+    if why: body.append(f'<p class="err">Cannot judge: {html.escape(why)}</p>')
     if rec.get("overview"): body.append("<p>Overview shown first:</p>" + _img(run_dir, rec["overview"]))
     for i, turn in enumerate(rec.get("turns", [])):
         body.append(f'<div class="turn"><b>assistant, turn {i + 1}</b><pre>{html.escape(turn["text"])}</pre></div>')
