@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from .io import run_lock, read_jsonl, append_jsonl, atomic_write, _lock_owner, _alive
 from .policy import Policy
-from .agent import BATCH_SIZE, sample_id, run, _batches, _ids, _claim, _run_config, _finished
+from .agent import BATCH_SIZE, Target, sample_id, run, _batches, _ids, _claim, _run_config, _finished
 from .agent import _portable, _pass, _passes
 
 # %% auto #0
@@ -114,6 +114,13 @@ _OPTIONS = ("max_tool_calls", "style", "guidelines", "zoom", "alpha", "seed")  #
 
 def _threads(client): return max(1, sum(client.nthreads().values()))
 
+def _absolute(item):
+    "An item with its path made absolute: a worker runs in another folder, often on another machine."
+    if isinstance(item, (str, Path)) and not os.path.isabs(item): return os.path.abspath(item)
+    if isinstance(item, Target) and not os.path.isabs(item.path):
+        return Target(os.path.abspath(item.path), item.targetid)
+    return item
+
 def _result(f):
     "A finished shard's counts; a failed shard stops the run."
     try: return f.result()
@@ -135,7 +142,7 @@ def _shard_results(client, samples, done, send, out, size, merged, bar):
     try:
         for k, block in shards(samples, size):
             order[k] = [sample_id(s) for s in block]
-            todo = [s for s, i in zip(block, order[k]) if i not in done]
+            todo = [_absolute(s) for s, i in zip(block, order[k]) if i not in done]
             if todo:
                 sent.append(client.submit(_vet_shard, k, todo, *send, key=f"speco3-shard-{k}-{send[1]}", pure=False))
                 pending.add(sent[-1])
@@ -168,7 +175,7 @@ def vet_on_cluster(samples, # items `run` accepts: a list, or a `Stream` (read o
     if int(batch_size) < 1: raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     if int(shard_size) < 1: raise ValueError(f"shard_size must be >= 1, got {shard_size}")
     if iter(samples) is samples: samples = list(samples)
-    ids, out, make = _ids(samples), Path(out_dir), _portable(policy, worker_policy)
+    ids, out, make = _ids(samples), Path(out_dir).absolute(), _portable(policy, worker_policy)
     opts = dict(batch_size=int(batch_size), skip_failed=skip_failed, **kw)
     t0 = time.perf_counter()
     with connect(cluster) as client, run_lock(out):   # a cluster that cannot be had leaves no folder behind
