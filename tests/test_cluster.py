@@ -132,18 +132,21 @@ def test_driver_lost_mid_merge_resumes_without_twins(items, reference, client, t
 
 
 def test_cli_cluster_writes_the_tables_of_one_machine(items, client, tmp_path, capsys):
-    "`speco3 vet --cluster tcp://…`: the running local cluster, joined by its scheduler's address."
+    "`speco3 vet --cluster tcp://…` (the running local cluster, by its address) finishes a run begun on one machine."
     manifest = tmp_path / "list.txt"
     files = [str(i) for i in items if isinstance(i, str)][:6]
     manifest.write_text("\n".join(files) + "\n")
     one, many = tmp_path / "one", tmp_path / "many"
     vet = ["vet", "--manifest", str(manifest), "--task", "cv", "--style", "fast", "--quiet"]
     assert main([*vet, "--out", str(one)]) == 0
+    assert main([*vet, "--out", str(many), "--limit", "3"]) == 0                       # begun on one machine
     assert main([*vet, "--out", str(many), "--cluster", client.scheduler.address, "--shard-size", "2"]) == 0
     assert capsys.readouterr().out.splitlines()[-1].startswith("vetted 6 of 6: ")
     assert (many / "predictions.csv").read_bytes() == (one / "predictions.csv").read_bytes()
     assert [untimed(r) for r in read_trajectories(many)] == [untimed(r) for r in read_trajectories(one)]
-    assert json.loads((many / "summary.json").read_text())["cluster"]["shard_size"] == 2
+    summary = json.loads((many / "summary.json").read_text())
+    assert (summary["n_resumed"], summary["n_run"], summary["cluster"]["shard_size"]) == (3, 3, 2)
+    assert [(r["shard"], r["n_samples"]) for r in summary["cluster"]["shards"]] == [(1, 1), (2, 2)]   # shard 0 was done
 
 
 def test_bad_cluster_arguments_say_what_is_wrong(tmp_path, capsys):
