@@ -20,6 +20,7 @@ requirements = shlex.split(cfg.get('requirements', ''))
 dev_requirements = shlex.split(cfg.get('dev_requirements', ''))
 train_requirements = shlex.split(cfg.get('train_requirements', ''))
 verl_requirements = shlex.split(cfg.get('verl_requirements', ''))
+cluster_requirements = shlex.split(cfg.get('cluster_requirements', ''))
 min_python = cfg['min_python']
 
 setuptools.setup(
@@ -34,7 +35,8 @@ setuptools.setup(
     packages = setuptools.find_namespace_packages(include=['speco3', 'speco3.*'], exclude=['*.__pycache__']),  # speco3.templates is data
     include_package_data = True,
     install_requires = requirements,
-    extras_require = {'dev': dev_requirements, 'train': train_requirements, 'verl': verl_requirements},
+    extras_require = {'dev': dev_requirements, 'train': train_requirements, 'verl': verl_requirements,
+                      'cluster': cluster_requirements},
     dependency_links = cfg.get('dep_links','').split(),
     python_requires  = '>=' + cfg['min_python'],
     long_description = open('README.md', encoding='utf-8').read(),

@@ -63,6 +63,14 @@ def _policy_options(a):
         raise ValueError(f"--jobs applies to the scripted and openai:<model> policies, not {a.policy}; a local model batches on its device (--batch-size)")
     return kw
 
+def _on_cluster(items, policy, a, opts):
+    "`--cluster`: the run on a Dask cluster (speco3.cluster), shards merged into --out."
+    from speco3.cluster import vet_on_cluster
+    if a.jobs > 1:
+        raise ValueError("--jobs is for one machine; with --cluster the cluster's workers vet side by side "
+                         "(start more of them)")
+    return vet_on_cluster(items, policy, a.out, a.cluster, shard_size=a.shard_size, **opts)
+
 def _vet(a):
     from functools import partial
     from speco3.agent import run, sample_id
@@ -70,9 +78,10 @@ def _vet(a):
     kw = _policy_options(a)
     policy = make_policy(a.policy, **kw)
     batch = max(a.batch_size, a.concurrency or 0)  # a batch holds at least --concurrency samples, so that many requests can be in flight
-    summary = run(items, policy, a.out, task=a.task, batch_size=batch, jobs=a.jobs, worker_policy=partial(make_policy, a.policy, **kw),
-                  progress=not a.quiet, style=a.style, max_tool_calls=a.max_tool_calls, restart=a.restart,
-                  skip_failed=a.skip_failed, judge_check=not a.no_judge_check)
+    opts = dict(task=a.task, batch_size=batch, worker_policy=partial(make_policy, a.policy, **kw), progress=not a.quiet,
+                style=a.style, max_tool_calls=a.max_tool_calls, restart=a.restart, skip_failed=a.skip_failed,
+                judge_check=not a.no_judge_check)
+    summary = _on_cluster(items, policy, a, opts) if a.cluster else run(items, policy, a.out, jobs=a.jobs, **opts)
     _write_tables(a.out)
     return _closing(a.out, {sample_id(i) for i in items}, summary.get("n_retried", 0))
 
@@ -200,6 +209,11 @@ def _add_vet(sub):
     v.add_argument("--retries", type=_at_least(0), help=f"openai: further attempts after a failed request (default {MAX_RETRIES})")
     v.add_argument("--concurrency", type=_at_least(1), help="openai: requests in flight per worker process (default 8); batches grow to hold as many samples")
     v.add_argument("--jobs", type=_at_least(1), default=1, help="worker processes on this machine (default 1); records are written in input order all the same")
+    v.add_argument("--cluster", metavar="ADDRESS", help="vet on a Dask cluster: local:N (N worker processes here) or "
+                   "a scheduler address such as tcp://host:8786; input shards merged into --out (speco3[cluster])")
+    v.add_argument("--shard-size", type=_at_least(1), default=500,
+                   help="--cluster: inputs per shard (default 500); a lost worker costs at most its shard's unfinished "
+                   "samples")
     v.set_defaults(run=_vet)
 
 # %% ../nbs/91_cli.ipynb #d7392710

@@ -41,10 +41,10 @@ install_torch() {
   fi
 }
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  echo "[env] installing speco3, its dev tools and the model stack into .venv (first run takes a few minutes)" >&2
+  echo "[env] installing speco3, its dev tools, the model stack and the cluster extra into .venv (first run takes a few minutes)" >&2
   "$VENV/bin/python" -m pip install -q --upgrade pip >&2
   install_torch
-  "$VENV/bin/python" -m pip install -q -e ".[dev,train]" >&2
+  "$VENV/bin/python" -m pip install -q -e ".[dev,train,cluster]" >&2
   echo "$want" > "$stamp"
 fi
 export PATH="$VENV/bin:$PATH"
