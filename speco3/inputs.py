@@ -62,7 +62,7 @@ def manifest_paths(source # a text manifest, a parquet manifest (a 'path' column
     return _parquet_manifest(p) if p.name.lower().endswith(_PARQUET_SUFFIXES) else _text_manifest(p)
 
 # %% ../nbs/09c_inputs.ipynb #c3b71de2
-BATCH_BYTES = 16 * 2**20  # a table is read about this many bytes (uncompressed) at a time
+BATCH_BYTES = 4 * 2**20  # a table is read about this many bytes (uncompressed) at a time (about 40 LAMOST rows)
 
 def _batch_rows(meta):
     "Rows in a batch of about BATCH_BYTES, by the widest row group's bytes per row (1 to 1024)."
