@@ -14,7 +14,8 @@ from itertools import islice
 from pathlib import Path
 import numpy as np
 from .spectrum import Spectrum, SpectrumError
-from .io import read_spectrum, science_targets, spectra_of, coarsen, atomic_write, read_jsonl, append_jsonl, run_lock
+from .io import read_spectrum, science_targets, spectra_of, coarsen
+from .io import atomic_write, read_jsonl, append_jsonl, run_lock
 from .tool import SpectralVisualizationTool, TOOL_NAME, MIN_POINTS
 from .prompts import build_messages, row_messages, check_row_prompt, check_prompt, MAX_TOOL_CALLS, TASKS
 from .tasks import yes_no, row_get
@@ -68,7 +69,7 @@ def as_sample(x, # a Sample, Target, Spectrum, table row (SpecVI-Bench or real-s
     "Normalise anything vettable into a `Sample`; a bad input raises SpectrumError/ValueError naming it."
     if isinstance(x, Sample): return x
     prompt = None
-    sid, spec = sample_id(x), coarsen(_spectrum_of(x))  # a spectrum far finer than any survey: binned (speco3.io.coarsen)
+    sid, spec = sample_id(x), coarsen(_spectrum_of(x))  # far finer than any survey: binned (speco3.io.coarsen)
     if not isinstance(x, (Target, str, Path, Spectrum)):  # a table row may carry its task and truth
         task = task or dict(x).get("data_source")
         truth = truth or row_get(dict(x), "reward_model", "ground_truth")
@@ -307,7 +308,7 @@ def _parquet_rows(path):
     return pq.read_table(path).to_pylist()
 
 def _file_items(path):
-    "Items for one input file: its rows (parquet), one `Target` per science fibre (DESI coadd) or row (LAMOST coadd), else the file."
+    "Items of one input file: its rows (parquet), a `Target` per DESI science fibre or LAMOST coadd row, else the file."
     p = Path(path)
     try:
         if p.is_file() and p.name.lower().endswith((".parquet", ".pq")): return _parquet_rows(p)
@@ -316,7 +317,7 @@ def _file_items(path):
     return [path] if keys is None else [Target(str(path), **k) for k in keys]
 
 def _key(item):
-    "What a target choice matches: a DESI TARGETID, a LAMOST coadd's row number or a table row's id; None for a file of one spectrum."
+    "What a target choice matches: a DESI TARGETID, a coadd row number or a row's id; None for a file of one spectrum."
     if isinstance(item, Target): return item.key
     return None if isinstance(item, (str, Path)) else sample_id(item)
 

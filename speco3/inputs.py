@@ -66,21 +66,22 @@ BATCH_BYTES = 4 * 2**20  # a table is read about this many bytes (uncompressed) 
 
 def _batch_rows(meta):
     "Rows in a batch of about BATCH_BYTES, by the widest row group's bytes per row (1 to 1024)."
-    per_row = max((meta.row_group(g).total_byte_size / max(meta.row_group(g).num_rows, 1) for g in range(meta.num_row_groups)), default=1)
+    groups = (meta.row_group(g) for g in range(meta.num_row_groups))
+    per_row = max((g.total_byte_size / max(g.num_rows, 1) for g in groups), default=1)
     return max(1, min(1024, int(BATCH_BYTES // max(per_row, 1))))
 
 def table_rows(path # a parquet table of spectra (SpecVI-Bench or real-spectra layout)
               ):
-    "The rows of a parquet table as dicts, read a batch of about `BATCH_BYTES` at a time, page by page: stopping early reads little."
+    "The rows of a parquet table as dicts, read about `BATCH_BYTES` at a time: stopping early reads little."
     import pyarrow.parquet as pq
-    with pq.ParquetFile(path, pre_buffer=False, buffer_size=2**20) as f:   # buffered pages: never a whole column chunk at once
+    with pq.ParquetFile(path, pre_buffer=False, buffer_size=2**20) as f:   # buffered pages, not whole column chunks
         n = _batch_rows(f.metadata)
         for g in range(f.num_row_groups):   # a row group at a time (pyarrow's batches would run on into the next group)
             for batch in f.iter_batches(batch_size=n, row_groups=[g]): yield from batch.to_pylist()
 
 def file_items(path # one input path
               ):
-    "The items of one input: its rows (parquet), one `Target` per science fibre (DESI coadd) or row (LAMOST coadd), else the file itself."
+    "The items of one input: its rows (parquet), a `Target` per DESI science fibre or LAMOST coadd row, else the file."
     p = Path(path)
     if p.is_file() and p.name.lower().endswith(_PARQUET_SUFFIXES):
         try: rows = table_rows(p); first = next(rows, None)
@@ -93,7 +94,7 @@ def file_items(path # one input path
     else: yield from (Target(str(path), **k) for k in keys)
 
 def _key(item):
-    "What a target choice matches: a DESI TARGETID, a LAMOST coadd's row number or a table row's id; None for a file of one spectrum."
+    "What a target choice matches: a DESI TARGETID, a coadd row number or a row's id; None for a file of one spectrum."
     if isinstance(item, Target): return item.key
     return None if isinstance(item, (str, Path)) else sample_id(item)
 

@@ -544,7 +544,7 @@ def coarsen(spectrum:Spectrum, # any spectrum
             kms:float=BIN_KMS, # width of a bin, km/s (bins are log-uniform)
             max_pixels:int=MAX_PIXELS # at most this many bins; a wider range gets wider bins
            ) -> Spectrum:
-    "`spectrum` itself when no finer than `kms` a pixel and at most `max_pixels` long; else binned (ivar-weighted means of usable pixels)."
+    "`spectrum` itself if no finer than `kms` a pixel nor longer than `max_pixels`; else binned (ivar-weighted means)."
     w = spectrum.wavelength
     if not _too_fine(w, kms, max_pixels): return spectrum
     lo = float(np.log(w[0]))

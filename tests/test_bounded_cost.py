@@ -51,7 +51,7 @@ def bytes_read(monkeypatch, path, limit):
     return got, CountingFile.n
 
 
-@pytest.mark.parametrize("row_group_size", [None, 50])   # pyarrow's default (one row group of all 1200 rows), and 24 groups
+@pytest.mark.parametrize("row_group_size", [None, 50])   # pyarrow's default (one group of all 1200 rows), and 24 groups
 def test_limit_reads_only_the_first_batch(tmp_path, monkeypatch, row_group_size):
     path = table(tmp_path / "t.parquet", 1200, row_group_size=row_group_size)   # 38 MB
     assert pq.ParquetFile(path).num_row_groups == (1 if row_group_size is None else 24)
@@ -66,7 +66,7 @@ def test_limit_reads_only_the_first_batch(tmp_path, monkeypatch, row_group_size)
 
 def test_batches_follow_the_size_of_a_row(tmp_path, monkeypatch):
     small, wide = table(tmp_path / "s.parquet", 20, n_pix=100), table(tmp_path / "w.parquet", 4, n_pix=200_000)
-    assert inputs._batch_rows(pq.ParquetFile(small).metadata) == 1024                # 1.6 kB rows: the most a batch holds
+    assert inputs._batch_rows(pq.ParquetFile(small).metadata) == 1024                # 1.6 kB rows: a batch's most
     assert inputs._batch_rows(pq.ParquetFile(wide).metadata) == 1                    # rows of 3-4 MB: one at a time
     monkeypatch.setattr(inputs, "BATCH_BYTES", 2**25)
     assert 5 <= inputs._batch_rows(pq.ParquetFile(wide).metadata) <= 11           # a few to 32 MiB
@@ -78,10 +78,13 @@ def coadd(path, k):
     "The COADD table of a real LAMOST DR9 file repeated `k` times, row i's flux scaled by 1 + i/10."
     with fits.open(RAW / "lamost" / "spec-60591-LN042429N340750BM01_sp01-004.fits.gz") as h:
         d = h["COADD"].data
-        cols = [fits.Column(c.name, c.format, array=np.repeat(np.asarray(d[c.name]), k, axis=0)
-                            * ((1 + np.arange(k) / 10)[:, None] if c.name == "FLUX" else 1)) for c in h["COADD"].columns]
-        cards = [c for c in h[0].header.cards if c.keyword not in ("SIMPLE", "BITPIX", "EXTEND") and not c.keyword.startswith("NAXIS")]
-        fits.HDUList([fits.PrimaryHDU(header=fits.Header(cards)), fits.BinTableHDU.from_columns(cols, name="COADD")]).writeto(path)
+        scale = {"FLUX": (1 + np.arange(k) / 10)[:, None]}
+        cols = [fits.Column(c.name, c.format, array=np.repeat(np.asarray(d[c.name]), k, axis=0) * scale.get(c.name, 1))
+                for c in h["COADD"].columns]
+        cards = [c for c in h[0].header.cards
+                 if c.keyword not in ("SIMPLE", "BITPIX", "EXTEND") and not c.keyword.startswith("NAXIS")]
+        hdus = [fits.PrimaryHDU(header=fits.Header(cards)), fits.BinTableHDU.from_columns(cols, name="COADD")]
+        fits.HDUList(hdus).writeto(path)
     return path
 
 
@@ -117,8 +120,8 @@ def fine_spectrum(n):
 PEAK = """import resource, sys
 from speco3.cli import main
 code = main(sys.argv[1:])
-try: kb = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:"))   # this process's own peak
-except (OSError, StopIteration): kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss            # (may count the parent's)
+try: kb = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:"))  # this process's peak
+except (OSError, StopIteration): kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss   # may count the parent's
 print(code, kb)"""
 
 
@@ -127,8 +130,8 @@ def test_huge_spectrum_is_binned_and_its_memory_bounded(tmp_path):
     path = write_fits(fine_spectrum(n), tmp_path / "fine.fits")
     s = as_sample(path, "cv").spectrum
     assert s.meta["binned"] == {"pixels": n, "kms": 10.0} and len(s) < MAX_PIXELS
-    out = subprocess.run([sys.executable, "-c", PEAK, "vet", str(path), "--task", "cv", "--out", str(tmp_path / "run"), *FAST],
-                         capture_output=True, text=True, check=True).stdout.split()
+    cmd = [sys.executable, "-c", PEAK, "vet", str(path), "--task", "cv", "--out", str(tmp_path / "run"), *FAST]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.split()
     code, peak_kb = int(out[-2]), int(out[-1])
     assert code == 0 and read_trajectories(tmp_path / "run")[0]["status"] == "answered"
     assert peak_kb < 600 * 1024, f"peak RSS {peak_kb / 1024:.0f} MB"   # about 0.3 GB binned; about 1 GB before
@@ -138,7 +141,8 @@ def test_binning_keeps_the_verdicts_of_an_oversampled_survey_spectrum():
     for name, want in (("sdss/sample_spectrum.fits", "wd"), ("lamost/spec-55862-B6212_sp06-005.fits", None)):
         s = read_spectrum(RAW / name)
         k = 16   # 16 pixels for each one (4 km/s), then binned back to 10 km/s
-        fine = s.resample(np.exp(np.interp(np.arange((len(s) - 1) * k + 1) / k, np.arange(len(s)), np.log(s.wavelength))))
+        grid = np.interp(np.arange((len(s) - 1) * k + 1) / k, np.arange(len(s)), np.log(s.wavelength))
+        fine = s.resample(np.exp(grid))
         b = coarsen(fine)
         assert b.meta["binned"]["pixels"] == len(fine) and len(s) < len(b) < len(fine)
         before = [expert.decide(t, expert.measurements(s)).verdict for t in TASKS]
@@ -157,7 +161,8 @@ def test_no_real_spectrum_is_binned():
 def _records(out):
     "The records of a run with what varies from run to run (timings) left out."
     def turn(t): return {k: v for k, v in t.items() if k not in ("model_s", "tool_s")}
-    return [{**{k: v for k, v in r.items() if k != "timings"}, "turns": [turn(t) for t in r["turns"]]} for r in read_trajectories(out)]
+    def rec(r): return {**{k: v for k, v in r.items() if k != "timings"}, "turns": [turn(t) for t in r["turns"]]}
+    return [rec(r) for r in read_trajectories(out)]
 
 
 def test_survey_files_give_identical_records(tmp_path, monkeypatch):
