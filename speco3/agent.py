@@ -14,7 +14,8 @@ from itertools import islice
 from pathlib import Path
 import numpy as np
 from .spectrum import Spectrum, SpectrumError
-from .io import read_spectrum, science_targets, atomic_write, read_jsonl, append_jsonl, run_lock
+from .io import read_spectrum, science_targets, spectra_of, coarsen
+from .io import atomic_write, read_jsonl, append_jsonl, run_lock
 from .tool import SpectralVisualizationTool, TOOL_NAME, MIN_POINTS
 from .prompts import build_messages, row_messages, check_row_prompt, check_prompt, MAX_TOOL_CALLS, TASKS
 from .tasks import yes_no, row_get
@@ -39,11 +40,14 @@ class Sample:
 
 @dataclass
 class Target:
-    "One science target of a file that holds several (a DESI coadd): read with `read_spectrum(path, targetid=...)`."
+    "One spectrum of a file that holds several: a DESI coadd's science target (`targetid`) or a LAMOST coadd's `row`."
     path: str
-    targetid: int
+    targetid: int | None = None
+    row: int | None = None  # for a FITS table of several spectra: read with `read_spectrum(path, row=...)`
     @property
-    def sample_id(self): return f"{Path(self.path).name}#{self.targetid}"
+    def key(self): return str(self.targetid if self.row is None else self.row)
+    @property
+    def sample_id(self): return f"{Path(self.path).name}#{self.key}"
 
 def sample_id(x # a Sample, Target, Spectrum, table row (dict/Series) or path
              ) -> str:
@@ -57,7 +61,7 @@ def sample_id(x # a Sample, Target, Spectrum, table row (dict/Series) or path
 
 def _spectrum_of(x):
     "The spectrum of a Target, path, Spectrum or row."
-    if isinstance(x, Target): return read_spectrum(x.path, targetid=x.targetid)
+    if isinstance(x, Target): return read_spectrum(x.path, targetid=x.targetid, row=x.row)
     return x if isinstance(x, Spectrum) else read_spectrum(x if isinstance(x, (str, Path)) else dict(x))
 
 def as_sample(x, # a Sample, Target, Spectrum, table row (SpecVI-Bench or real-spectra; dict/Series) or a path read_spectrum understands
@@ -67,7 +71,7 @@ def as_sample(x, # a Sample, Target, Spectrum, table row (SpecVI-Bench or real-s
     "Normalise anything vettable into a `Sample`; a bad input raises SpectrumError/ValueError naming it."
     if isinstance(x, Sample): return x
     prompt = None
-    sid, spec = sample_id(x), _spectrum_of(x)
+    sid, spec = sample_id(x), coarsen(_spectrum_of(x))  # far finer than any survey: binned (speco3.io.coarsen)
     if not isinstance(x, (Target, str, Path, Spectrum)):  # a table row may carry its task and truth
         task = task or dict(x).get("data_source")
         truth = truth or row_get(dict(x), "reward_model", "ground_truth")
@@ -306,17 +310,17 @@ def _parquet_rows(path):
     return pq.read_table(path).to_pylist()
 
 def _file_items(path):
-    "Items for one input file: its rows (parquet), one `Target` per science fibre (DESI coadd), else the file itself."
+    "Items of one input file: its rows (parquet), a `Target` per DESI science fibre or LAMOST coadd row, else the file."
     p = Path(path)
     try:
         if p.is_file() and p.name.lower().endswith((".parquet", ".pq")): return _parquet_rows(p)
-        tids = science_targets(p)
+        keys = spectra_of(p)
     except Exception: return [path]   # unreadable, whatever the reason: `run` records why when it reads it
-    return [path] if tids is None else [Target(str(path), t) for t in tids]
+    return [path] if keys is None else [Target(str(path), **k) for k in keys]
 
 def _key(item):
-    "What a target choice matches: a DESI TARGETID or a row's id; None for a file of one spectrum."
-    if isinstance(item, Target): return str(item.targetid)
+    "What a target choice matches: a DESI TARGETID, a coadd row number or a row's id; None for a file of one spectrum."
+    if isinstance(item, Target): return item.key
     return None if isinstance(item, (str, Path)) else sample_id(item)
 
 def expand_inputs(paths, # spectrum files: FITS, .fits.gz, text or parquet tables

@@ -7,11 +7,11 @@ from __future__ import annotations
 import os
 from itertools import islice
 from pathlib import Path
-from .io import science_targets, _FITS_SUFFIXES, _PARQUET_SUFFIXES, _TEXT_SUFFIXES
+from .io import spectra_of, _FITS_SUFFIXES, _PARQUET_SUFFIXES, _TEXT_SUFFIXES
 from .agent import Target, sample_id
 
 # %% auto #0
-__all__ = ['SPECTRUM_SUFFIXES', 'Stream', 'walk', 'manifest_paths', 'table_rows', 'file_items', 'stream_inputs']
+__all__ = ['SPECTRUM_SUFFIXES', 'BATCH_BYTES', 'Stream', 'walk', 'manifest_paths', 'table_rows', 'file_items', 'stream_inputs']
 
 # %% ../nbs/09c_inputs.ipynb #1a6b0790
 class Stream:
@@ -62,30 +62,40 @@ def manifest_paths(source # a text manifest, a parquet manifest (a 'path' column
     return _parquet_manifest(p) if p.name.lower().endswith(_PARQUET_SUFFIXES) else _text_manifest(p)
 
 # %% ../nbs/09c_inputs.ipynb #c3b71de2
+BATCH_BYTES = 4 * 2**20  # a table is read about this many bytes (uncompressed) at a time (about 40 LAMOST rows)
+
+def _batch_rows(meta):
+    "Rows in a batch of about BATCH_BYTES, by the widest row group's bytes per row (1 to 1024)."
+    groups = (meta.row_group(g) for g in range(meta.num_row_groups))
+    per_row = max((g.total_byte_size / max(g.num_rows, 1) for g in groups), default=1)
+    return max(1, min(1024, int(BATCH_BYTES // max(per_row, 1))))
+
 def table_rows(path # a parquet table of spectra (SpecVI-Bench or real-spectra layout)
               ):
-    "The rows of a parquet table as dicts, read one row group at a time."
+    "The rows of a parquet table as dicts, read about `BATCH_BYTES` at a time: stopping early reads little."
     import pyarrow.parquet as pq
-    f = pq.ParquetFile(path)
-    for g in range(f.num_row_groups): yield from f.read_row_group(g).to_pylist()
+    with pq.ParquetFile(path, pre_buffer=False, buffer_size=2**20) as f:   # buffered pages, not whole column chunks
+        n = _batch_rows(f.metadata)
+        for g in range(f.num_row_groups):   # a row group at a time (pyarrow's batches would run on into the next group)
+            for batch in f.iter_batches(batch_size=n, row_groups=[g]): yield from batch.to_pylist()
 
 def file_items(path # one input path
               ):
-    "The items of one input: its rows (parquet), one `Target` per science fibre (DESI coadd), else the file itself."
+    "The items of one input: its rows (parquet), a `Target` per DESI science fibre or LAMOST coadd row, else the file."
     p = Path(path)
     if p.is_file() and p.name.lower().endswith(_PARQUET_SUFFIXES):
         try: rows = table_rows(p); first = next(rows, None)
         except Exception: yield path; return   # unreadable, whatever the reason: the run records why when it reads it
         if first is not None: yield first; yield from rows
         return
-    try: tids = science_targets(p)
-    except Exception: tids = None
-    if tids is None: yield path
-    else: yield from (Target(str(path), t) for t in tids)
+    try: keys = spectra_of(p)
+    except Exception: keys = None
+    if keys is None: yield path
+    else: yield from (Target(str(path), **k) for k in keys)
 
 def _key(item):
-    "What a target choice matches: a DESI TARGETID or a row's id; None for a file of one spectrum."
-    if isinstance(item, Target): return str(item.targetid)
+    "What a target choice matches: a DESI TARGETID, a coadd row number or a row's id; None for a file of one spectrum."
+    if isinstance(item, Target): return item.key
     return None if isinstance(item, (str, Path)) else sample_id(item)
 
 # %% ../nbs/09c_inputs.ipynb #5100311e
@@ -99,12 +109,13 @@ def stream_inputs(paths=(), # spectrum files / tables given one by one
         raise ValueError(f"manifest {manifest}: lists no inputs" + (" (no spectrum files in the folder)" if Path(manifest).is_dir() else ""))
     def sources(): yield from paths; yield from (manifest_paths(manifest) if manifest is not None else ())
     want = {str(t) for t in targets} if targets else None
+    def every():
+        for p in sources(): yield from file_items(p)
     def items():
-        for p in sources():
-            for it in file_items(p):
-                if want is None or (k := _key(it)) is None or k in want: yield it
+        for it in every():
+            if want is None or (k := _key(it)) is None or k in want: yield it
     if want:
-        have = {_key(i) for i in items()} - {None}
+        have = {_key(i) for i in every()} - {None}   # every target of the inputs, so a miss names what there is
         if missing := sorted(want - have):
             raise ValueError(f"target(s) {', '.join(missing)} not in the inputs (their targets: {', '.join(sorted(have)[:10]) or 'none'})")
     return Stream(items, limit, what=f"{len(paths)} path(s)" + (f" and manifest {manifest}" if manifest is not None else ""))

@@ -18,9 +18,9 @@ from .tasks import yes_no, row_get
 _all_ = ["Spectrum", "SpectrumError"]
 
 # %% auto #0
-__all__ = ['MAX_DECOMPRESSED', 'real_spectra_dir', 'read_spectrum', 'read_spectra', 'science_targets', 'atomic_write',
-           'escape_surrogates', 'read_jsonl', 'append_jsonl', 'RunLocked', 'run_lock', 'write_fits', 'write_parquet',
-           'to_specvi_row', 'Spectrum', 'SpectrumError']
+__all__ = ['MAX_DECOMPRESSED', 'BIN_KMS', 'MAX_PIXELS', 'real_spectra_dir', 'read_spectrum', 'read_spectra', 'science_targets',
+           'spectra_of', 'coarsen', 'atomic_write', 'escape_surrogates', 'read_jsonl', 'append_jsonl', 'RunLocked',
+           'run_lock', 'write_fits', 'write_parquet', 'to_specvi_row', 'Spectrum', 'SpectrumError']
 
 # %% ../nbs/01_io.ipynb #f8098717
 def _has_collection(p:Path) -> bool: return (p / "spectra.parquet").is_file()
@@ -492,11 +492,69 @@ def science_targets(source, # path to any file `read_spectrum` reads
     path = _existing(source)
     if _file_kind(path) != "fits": return None
     h = _open_fits(path)
-    if _fits_layout(h, path) != "desi-coadd": return None
+    return _science_tids(h, path) if _fits_layout(h, path) == "desi-coadd" else None
+
+def _science_tids(h, path) -> list[int]:
     try:
         fm = h["FIBERMAP"].data
         return [int(t) for t in np.asarray(fm["TARGETID"])[_desi_science(fm)]]
     except _READ_ERRORS as e: raise SpectrumError(f"{path}: could not read its FIBERMAP ({type(e).__name__}: {_oneline(e)})") from e
+
+def spectra_of(source, # path to any file `read_spectrum` reads
+              ) -> list[dict] | None:
+    """How to read each spectrum of a file that holds several, without reading them: `{"targetid": t}` per science
+    fibre of a DESI coadd, `{"row": i}` per row of a FITS table of spectra (a LAMOST coadd of several rows); None for
+    a file of one spectrum. `read_spectrum(source, **key)` reads one."""
+    path = _existing(source)
+    if _file_kind(path) != "fits": return None
+    st = path.stat()
+    keys = _spectra_keys(str(path), st.st_size, st.st_mtime_ns)
+    return None if keys is None else [{k: v} for k, v in keys]
+
+@lru_cache(maxsize=64)  # a run iterates its inputs several times (ids, then the work): a file is opened for this once
+def _spectra_keys(path: str, size: int, mtime: int) -> tuple | None:
+    h = _open_fits(Path(path))
+    if _fits_layout(h, path) == "desi-coadd": return tuple(("targetid", t) for t in _science_tids(h, path))
+    n = _spectra_in(h, path)
+    return tuple(("row", i) for i in range(n)) if n > 1 else None
+
+# %% ../nbs/01_io.ipynb #b87e3e61
+BIN_KMS = 10.0        # km/s: a spectrum sampled finer than this (median step) is binned to it before vetting
+MAX_PIXELS = 100_000  # pixels vetting reads at most: a longer spectrum is binned to this many, wider bins
+_C_KMS = 299792.458   # speed of light, km/s
+_CHUNK = 2**20        # pixels binned at a time (bounds the memory binning needs)
+
+def _too_fine(w, kms, max_pixels) -> bool:
+    "True when wavelengths `w` are sampled finer than `kms` (median step) or number more than `max_pixels`."
+    if len(w) > max_pixels: return True
+    return len(w) > 1 and float(np.median(np.diff(np.log(w)))) * _C_KMS < kms
+
+def _bin_sums(s, lo, step, nbins):
+    "Per bin: pixel count, weight (ivar, or 1, of usable pixels), weighted flux and wavelength sums, a chunk at a time."
+    acc = np.zeros((4, nbins))
+    for a in range(0, len(s), _CHUNK):
+        sl = slice(a, a + _CHUNK)
+        i = np.minimum(((np.log(s.wavelength[sl]) - lo) / step).astype(np.intp), nbins - 1)
+        wt = np.where(s.good[sl], 1.0 if s.ivar is None else s.ivar[sl], 0.0)
+        for k, v in enumerate((None, wt, wt * np.where(wt > 0, s.flux[sl], 0.0), s.wavelength[sl])):
+            acc[k] += np.bincount(i, v, nbins)
+    return acc
+
+def coarsen(spectrum:Spectrum, # any spectrum
+            kms:float=BIN_KMS, # width of a bin, km/s (bins are log-uniform)
+            max_pixels:int=MAX_PIXELS # at most this many bins; a wider range gets wider bins
+           ) -> Spectrum:
+    "`spectrum` itself if no finer than `kms` a pixel nor longer than `max_pixels`; else binned (ivar-weighted means)."
+    w = spectrum.wavelength
+    if not _too_fine(w, kms, max_pixels): return spectrum
+    lo = float(np.log(w[0]))
+    step = max(kms / _C_KMS, (float(np.log(w[-1])) - lo) / (max_pixels - 1))
+    n, sw, swf, swl = _bin_sums(spectrum, lo, step, int((float(np.log(w[-1])) - lo) / step) + 1)
+    keep = n > 0
+    n, sw, swf, swl = n[keep], sw[keep], swf[keep], swl[keep]
+    flux = np.divide(swf, sw, out=np.zeros_like(sw), where=sw > 0)
+    meta = {**spectrum.meta, "binned": {"pixels": len(w), "kms": round(step * _C_KMS, 4)}}
+    return Spectrum(swl / n, flux, None if spectrum.ivar is None else sw, sw == 0, spectrum.redshift, meta)
 
 # %% ../nbs/01_io.ipynb #c2b3e044
 _SNR_BAND = {"LAMOST_LRS": "g", "SDSS": "all"}
