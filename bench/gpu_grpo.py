@@ -16,6 +16,8 @@ embedding); the image processor has Qwen2.5-VL's own limits (a full plot costs 4
 The first step is a warm-up and is not timed. Prints the median step time (generation with tool calls, scoring,
 forward and backward), rollouts/s, tokens per rollout, tool calls and dropped plots per step, and peak GPU memory.
 
+`--max-calls` sets the cap the trainer enforces and budgets completion length for (the gpu profile: 7), while every
+rollout is forced to make `--calls` zooms (3: what the trained models and the cold-start drafts make on average).
 A generation round of `questions` x `generations` rollouts trains in questions / `per-update` optimiser steps (the gpu
 profile: 8 questions per round, 4 per update, so 2 steps, the first generating). The time of a round is the sum of its
 steps; with more than one round the first is the warm-up and the median of the others is reported, with a single round
@@ -53,7 +55,7 @@ def forced_generate(model, tokenizer, calls):
     model.generate = forced
 
 
-def main(steps, questions, generations, calls, micro, tiny, size="3b", per_update=None):
+def main(steps, questions, generations, calls, micro, tiny, size="3b", per_update=None, max_calls=None):
     if not tiny and not torch.cuda.is_available():
         sys.exit(f"bench/gpu_grpo.py needs a CUDA GPU: torch.cuda.is_available() is False (torch {torch.__version__}). "
                  "Run it with --tiny to check the script on CPU.")
@@ -71,7 +73,7 @@ def main(steps, questions, generations, calls, micro, tiny, size="3b", per_updat
     per_round = questions // per_update
     print(f"python {platform.python_version()}, torch {torch.__version__}, transformers {transformers.__version__}, trl {trl.__version__}; "
           f"GPU: {gpu}; {steps} steps of {per_update} questions x {generations} rollouts ({steps // per_round} rounds of {questions} questions), "
-          f"{calls} zooms each, micro-batch {micro}")
+          f"{calls} zooms each (at most {max_calls or calls} allowed), micro-batch {micro}")
     t0 = time.perf_counter()
     ds = grpo_dataset(demo_rows(steps * questions, seed=0), style="spec-o3")
     print(f"{len(ds)} simulated questions with spec-o3 overview plots in {time.perf_counter() - t0:.1f} s")
@@ -81,12 +83,13 @@ def main(steps, questions, generations, calls, micro, tiny, size="3b", per_updat
     print(f"model: {shape_name(tiny, size)}, {sum(p.numel() for p in model.parameters()) / 1e6:,.1f} M "
           f"parameters, {dtype}, random weights built in {time.perf_counter() - t0:.1f} s")
     forced_generate(model, processor.tokenizer, calls)
-    budget = completion_budget(processor, calls, "spec-o3", 64, 64)
+    max_calls = max(max_calls or calls, calls)
+    budget = completion_budget(processor, max_calls, "spec-o3", 64, 64)  # room for the profile's cap of tool calls
     if device == "cuda": torch.cuda.reset_peak_memory_stats()
     c = clock(device, echo=True)  # each step's time as it ends: a run stopped by its time limit still says how far it got
     trainer = grpo_trainer(ds, Path(tempfile.mkdtemp(prefix="gpu_grpo_")), init=model, processor=processor, profile="gpu",
                            num_generations=generations, prompts_per_step=questions, prompts_per_update=per_update, micro_batch=micro,
-                           max_steps=steps, save_steps=10**6, max_tool_calls=calls, reasoning_tokens=64, answer_tokens=64,
+                           max_steps=steps, save_steps=10**6, max_tool_calls=max_calls, reasoning_tokens=64, answer_tokens=64,
                            max_completion_length=budget["total"], shuffle_dataset=False,
                            callbacks=[c], progress=False, **({"bf16": False, "activation_checkpointing": False} if tiny else {}))
     trainer.train()
@@ -116,9 +119,10 @@ if __name__ == "__main__":
     p.add_argument("--generations", type=int, default=8, help="rollouts per question (the paper: 8)")
     p.add_argument("--calls", type=int, default=3, help="zooms per rollout (then the answer)")
     p.add_argument("--micro", type=int, default=8, help="rollouts per forward/backward pass")
+    p.add_argument("--max-calls", type=int, default=None, help="tool calls a rollout may make (the profile's cap; default --calls)")
     p.add_argument("--per-update", type=int, default=None, help="questions per optimiser step (default: all of a round's)")
     p.add_argument("--size", default="3b", choices=["3b", "7b"], help="the architecture built: Qwen2.5-VL-3B's or -7B's")
     p.add_argument("--tiny", action="store_true", help="the tiny config on CPU, to check the script without a GPU")
     a = p.parse_args()
     main(a.steps or (2 if a.tiny else 3), a.questions or (2 if a.tiny else 4), a.generations, a.calls, a.micro, a.tiny,
-         a.size, a.per_update)
+         a.size, a.per_update, a.max_calls)

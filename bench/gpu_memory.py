@@ -101,7 +101,7 @@ def main(size, micro, tokens, completion, tiny):
             break
         peak = f"peak {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB allocated, " \
                f"{torch.cuda.max_memory_reserved() / 2**30:.1f} GiB reserved" if device == "cuda" else "peak not measured on CPU"
-        print(f"micro-batch {m}: fits; {peak}; {s:.2f} s (forward, backward, AdamW; the first includes warm-up), "
+        print(f"micro-batch {m}: fits; {peak}; {s:.2f} s (forward, backward, AdamW{'; warm-up included' if m == micro[0] else ''}), "
               f"{m * tokens / s:,.0f} tokens/s")
         fits.append(m)
     print(f"largest micro-batch that fits: {max(fits) if fits else 'none'} of {micro}"

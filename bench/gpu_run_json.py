@@ -73,4 +73,6 @@ if __name__ == "__main__":
     p.add_argument("--tiny", action="store_true", help="the run was gpu_all.sh --tiny")
     a = p.parse_args()
     if not (a.out / "status.txt").is_file(): sys.exit(f"{a.out}: no status.txt here; give the folder bench/gpu_all.sh wrote")
-    (a.out / "run.json").write_text(json.dumps(run_json(a.out, a.started, a.tiny), indent=1) + "\n")
+    try: record = run_json(a.out, a.started, a.tiny)
+    except ValueError as e: sys.exit(f"bench/gpu_run_json.py: {e}")
+    (a.out / "run.json").write_text(json.dumps(record, indent=1) + "\n")

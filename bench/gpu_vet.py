@@ -11,7 +11,7 @@ weights babble, so every message is forced (constrained decoding; the model stil
 zooms, then an answer, 40-60 tokens each. The tokenizer is the tiny one (its ids index the 151 936-row embedding;
 Qwen's own tokenizer would write the same text in a similar number of tokens), the image processor has Qwen2.5-VL's
 own limits (a full spec-o3 plot costs 476 image tokens, a zoom 260-375). The first batch is a warm-up and is not
-timed. Prints s/spectrum (model and tool shares), tokens per step, and peak GPU memory. `--size 7b` builds
+timed (`--warmup` sets its size; 0: none, the time then an upper bound). Prints s/spectrum (model and tool shares), tokens per step, and peak GPU memory. `--size 7b` builds
 Qwen2.5-VL-7B's architecture instead (QWEN25_VL_7B below); `--turn-tokens N` lengthens every forced turn's reasoning
 to about N tokens, so that the turns are as long as the evaluation's budget (max_new_tokens 320 at gpu and paper)
 rather than 40-60 tokens.
@@ -96,7 +96,7 @@ def build(tiny, device, dtype, size="3b"):
     return model.eval(), processor
 
 
-def main(n, batch, calls, style, tiny, max_new_tokens, size="3b", turn_tokens=0):
+def main(n, batch, calls, style, tiny, max_new_tokens, size="3b", turn_tokens=0, warmup=None):
     if not tiny and not torch.cuda.is_available():
         sys.exit(f"bench/gpu_vet.py needs a CUDA GPU: torch.cuda.is_available() is False (torch {torch.__version__}). "
                  "Run it with --tiny to check the script on CPU.")
@@ -117,9 +117,11 @@ def main(n, batch, calls, style, tiny, max_new_tokens, size="3b", turn_tokens=0)
           f"random weights built in {time.perf_counter() - t0:.1f} s")
     policy = HFPolicy(model, processor, device=device, dtype=dtype, max_new_tokens=max_new_tokens, batch_size=batch,
                       force=script(calls, processor.tokenizer, turn_tokens))
-    items = simulate("cv_dn", n=n + min(batch, n), seed=3)
+    warmup = min(batch, n) if warmup is None else warmup
+    items = simulate("cv_dn", n=n + warmup, seed=3)
     tmp = Path(tempfile.mkdtemp(prefix="gpu_vet_"))
-    run(items[n:], policy, tmp / "warmup", task="cv", batch_size=batch, progress=False, style=style)  # kernels, caches
+    if warmup: run(items[n:], policy, tmp / "warmup", task="cv", batch_size=batch, progress=False, style=style)  # kernels, caches
+    else: print("no warm-up: the time below includes the first batch's start-up (an upper bound)")
     if device == "cuda": torch.cuda.synchronize(); torch.cuda.reset_peak_memory_stats()
     policy.stats = {k: 0 if isinstance(v, int) else 0.0 for k, v in policy.stats.items()}
     s = run(items[:n], policy, tmp / "run", task="cv", batch_size=batch, progress=False, style=style)
@@ -144,8 +146,9 @@ if __name__ == "__main__":
     p.add_argument("--style", default="spec-o3", choices=["spec-o3", "fast"])
     p.add_argument("--max-new-tokens", type=int, default=96)
     p.add_argument("--size", default="3b", choices=sorted(SIZES), help="the architecture built: Qwen2.5-VL-3B's or -7B's")
+    p.add_argument("--warmup", type=int, default=None, help="spectra of the untimed warm-up (default: one batch; 0: none)")
     p.add_argument("--turn-tokens", type=int, default=0, help="force every turn to about this many tokens (0: 40-60 each)")
     p.add_argument("--tiny", action="store_true", help="the tiny config on CPU, to check the script without a GPU")
     a = p.parse_args()
     if a.turn_tokens > a.max_new_tokens: p.error(f"--turn-tokens {a.turn_tokens} exceeds --max-new-tokens {a.max_new_tokens}")
-    main(a.n, a.batch, a.calls, a.style, a.tiny, a.max_new_tokens, a.size, a.turn_tokens)
+    main(a.n, a.batch, a.calls, a.style, a.tiny, a.max_new_tokens, a.size, a.turn_tokens, a.warmup)

@@ -41,18 +41,22 @@ ASSUMPTIONS = {
     "fit": f"training fits a GPU when its weights, gradients and AdamW states (fp32 master weights: 16 bytes per "
            f"trainable parameter, 4 per frozen one, as the profiles' master_fp32 holds them; sharded over the GPUs "
            f"by FSDP) leave room in {H100_GIB} GiB; activations come on top",
+    "master": "the benches train bf16 weights; the profiles keep fp32 master weights with bf16 autocast (master_fp32): "
+              "the same bf16 matrix products, with casts and a larger optimizer step on top, counted at the benches' rate",
     "upper": "the 3B vetting and SFT rates were measured while another test shared the machine (results/gpu_bench/run.json): "
              "upper bounds",
 }
+PLURAL = {"spectrum": "spectra", "conversation": "conversation-epochs", "rollout": "rollouts"}
 SECONDARY = "shapes"  # the folder under --bench where bench/gpu_all.sh's newer outputs go
 
 
 @dataclass
 class Rate:
-    "Seconds per unit on the H200 for a 3B-shaped model, and where the figure comes from."
+    "Seconds per unit on the H200 for a model of `size`, and where the figure comes from."
     seconds: float
     unit: str
     source: str
+    size: str = "3b"
 
 
 def _figure(path, pattern, what):
@@ -99,6 +103,12 @@ def rates(bench):
     zooms, = _figure(f, r"(\d+) tool calls", "tool calls per rollout")
     out["grpo"] = Rate(step / n, "rollout", f"derived: {step} s per step / {n:.0f} rollouts ({zooms:.0f} zooms each) = "
                        f"{step / n:.3f} s/rollout, from {rel(f)}")
+    sft7 = new / "sft_7b.txt"
+    if sft7.is_file() and "wall per step with collation" in sft7.read_text():  # full fine-tuning of the 7B fitted the loan's GPU
+        wall, = _figure(sft7, r"wall per step with collation: ([\d.]+) s", "wall per step")
+        batch, = _figure(sft7, r"steps of (\d+) conversations", "conversations per step")
+        out["sft_7b"] = Rate(wall / batch, "conversation", f"measured: {rel(sft7)} ({wall} s wall per step / {batch:.0f} "
+                             f"conversations = {wall / batch:.3f} s/conversation, 7B)", "7b")
     total, = _figure(bench / "gpu_sft.txt", r"([\d,.]+) M parameters", "parameter count")
     trainable, = _figure(bench / "gpu_sft.txt", r"trainable: ([\d,.]+) M", "trainable parameters")
     out["params_3b"], out["trainable_sft_3b"] = total * 1e6, trainable * 1e6
@@ -175,9 +185,12 @@ def counts(profile, results):
                              f"steps x {cpu_batch} / {cpu_epochs} epochs = {notool:.0f} conversations) x {ratio:g}")
     c["sft_epochs"] = (sp[profile]["num_train_epochs"], "speco3.profiles sft num_train_epochs")
     gp = stage_settings("grpo")[profile]
-    if gp["max_steps"] != -1: raise ValueError(f"grpo profile {profile!r} stops at max_steps {gp['max_steps']}: count rollouts by steps here")
-    c["grpo_rollouts"] = (c["train"][0] * gp["num_train_epochs"] * gp["num_generations"],
-                          f"train rows x speco3.profiles grpo num_train_epochs {gp['num_train_epochs']} x num_generations {gp['num_generations']}")
+    if gp["max_steps"] > 0:  # a step count (cpu, smoke): each step trains prompts_per_update questions' rollouts
+        c["grpo_rollouts"] = (gp["max_steps"] * gp["prompts_per_update"] * gp["num_generations"], f"speco3.profiles grpo "
+                              f"max_steps {gp['max_steps']} x prompts_per_update {gp['prompts_per_update']} x num_generations {gp['num_generations']}")
+    else:
+        c["grpo_rollouts"] = (c["train"][0] * gp["num_train_epochs"] * gp["num_generations"],
+                              f"train rows x speco3.profiles grpo num_train_epochs {gp['num_train_epochs']} x num_generations {gp['num_generations']}")
     n_small = notebook_parameter("04_sft", "n_small")
     c["small"] = (min(n_small, c["coldstart"][0] // 2), f"nbs/paper/04_sft n_small {n_small} (at most half the set)")
     n_traj, replay, epochs = (notebook_parameter("10b_qso_incremental", k) for k in ("n_traj", "replay", "epochs"))
@@ -261,7 +274,7 @@ def model_size(profile, kind):
 
 
 def cost(bench, results, params=None):
-    "(rows, parts): cost.csv's rows (one per notebook x profile) and cost_parts.csv's."
+    "(rows, parts, rates): cost.csv's rows (one per notebook x profile), cost_parts.csv's, and the rates used."
     r = rates(bench)
     p = params or {s: architecture_params(s) for s in ("3b", "7b")}
     factor = {"vet": H200_TBPS / H100_TBPS, "grpo": H200_TBPS / H100_TBPS, "sft": 1.0}
@@ -270,13 +283,14 @@ def cost(bench, results, params=None):
         by_nb = {}
         for part in workload(profile, results):
             size = model_size(profile, part.kind)
-            scale = p[size][0] / p["3b"][0]
-            hours = part.units * r[part.kind].seconds * scale * factor[part.kind] / 3600
+            rate = r["sft_7b"] if size == "7b" and part.kind == "sft" and "sft_7b" in r else r[part.kind]
+            scale = p[size][0] / p[rate.size][0]  # a rate measured at the model's own size needs no scaling
+            hours = part.units * rate.seconds * scale * factor[part.kind] / 3600
             ok1, gib1 = fits(profile, part.kind, size, 1, p)
             ok8, gib8 = fits(profile, part.kind, size, 8, p)
-            src = (f"derived: {part.units:,.0f} {r[part.kind].unit}s x {r[part.kind].seconds:.3f} s"
-                   + (f" x {scale:.2f} (7B/3B parameters)" if size == "7b" else "") + f" x {factor[part.kind]:.2f} (H100/H200)"
-                   + f"; rate {r[part.kind].source}; count {part.count_source}")
+            src = (f"derived: {part.units:,.0f} {PLURAL[rate.unit]} x {rate.seconds:.3f} s"
+                   + (f" x {scale:.2f} (7B/3B parameters)" if scale != 1.0 else "") + f" x {factor[part.kind]:.2f} (H100/H200)"
+                   + f"; rate {rate.source}; count {part.count_source}")
             parts.append(dict(notebook=part.notebook, profile=profile, kind=part.kind, model=size.upper(), work=part.what,
                               units=part.units, gpu_hours_1xH100=round(hours, 2) if ok1 else None,
                               gpu_hours_8xH100=round(hours, 2) if ok8 else None,
@@ -296,19 +310,58 @@ def cost(bench, results, params=None):
                              gpu_hours_1xH100=one, wall_hours_1xH100=one, gpu_hours_8xH100=eight, wall_hours_8xH100=round(eight / 8, 2),
                              source=("1 GPU does not fit: " + ", ".join(nofit) + f" of states per GPU by arithmetic (> {H100_GIB} GiB); "
                                      if nofit else "") + " + ".join(f"[{x['kind']}] {x['source']}" for x in ps)))
-    return rows, parts
+    return rows, parts, r
 
 
 def notebooks():
     return sorted(p.stem for p in (ROOT / "nbs" / "paper").glob("*.ipynb"))
 
 
-def write(rows, parts, out):
+def _h(x, wall=None):
+    if x is None or (isinstance(x, float) and math.isnan(x)): return "—"
+    return f"{x:,.1f}" + (f" ({wall:,.1f} h wall)" if wall is not None else "")
+
+
+def readme(rows, r):
+    "results/gpu_cost/README.md: the table, the rates and every assumption, all from this run."
+    by = {(x["notebook"], x["profile"]): x for x in rows}
+    lines = ["# GPU hours of the paper notebooks (derived, not yet measured end to end)", "",
+             "Written by `python tools/gpu_cost.py` from the bench outputs in `results/gpu_bench/` and the workloads the "
+             "notebooks run at each profile (simulated data, SpecVI-Sim, throughout). GPU hours on 1 and 8 H100 80 GB; "
+             "\"—\": does not fit one GPU (training states by arithmetic) or not estimated. Per-part formulas and "
+             "sources: `cost_parts.csv`; per notebook: `cost.csv` (its `source` column).", "",
+             "| notebook | gpu: 1 x H100 | gpu: 8 x H100 | paper: 1 x H100 | paper: 8 x H100 | what runs (gpu; paper: same counts, 7B) |",
+             "|---|---|---|---|---|---|"]
+    total = {k: 0.0 for k in ("g1", "g8", "p1", "p8")}
+    for nb in notebooks():
+        g, p = by[(nb, "gpu")], by[(nb, "paper")]
+        if g["gpu_hours_8xH100"] == 0 and p["gpu_hours_8xH100"] == 0: continue
+        lines.append(f"| {nb} | {_h(g['gpu_hours_1xH100'])} | {_h(g['gpu_hours_8xH100'], g['wall_hours_8xH100'])} | "
+                     f"{_h(p['gpu_hours_1xH100'])} | {_h(p['gpu_hours_8xH100'], p['wall_hours_8xH100'])} | {g['work']} |")
+        for k, x in (("g1", g["gpu_hours_1xH100"]), ("g8", g["gpu_hours_8xH100"]), ("p1", p["gpu_hours_1xH100"]), ("p8", p["gpu_hours_8xH100"])):
+            total[k] += x or 0.0
+    lines.append(f"| all (08_baselines not estimated) | {total['g1']:,.1f} | {total['g8']:,.1f} ({total['g8'] / 8:,.1f} h wall) | "
+                 f"{total['p1']:,.1f} of what fits | {total['p8']:,.1f} ({total['p8'] / 8:,.1f} h wall) | |")
+    nothing = [nb for nb in notebooks() if by[(nb, "gpu")]["gpu_hours_8xH100"] == 0 and by[(nb, "paper")]["gpu_hours_8xH100"] == 0]
+    lines += ["", "No GPU work at gpu or paper: " + "; ".join(f"{nb} ({NO_GPU.get(nb, 'none')})" for nb in nothing) + ".", "",
+              "## Rates (one NVIDIA H200, Qwen2.5-VL-3B-shaped random-weight model, forced turns)", ""]
+    lines += [f"- {k}: {v.source}" for k, v in r.items() if isinstance(v, Rate)]
+    lines += ["", "## Assumptions", "", "The measured rates are from one H200, the only GPU run so far: every H100 figure is derived.", ""]
+    lines += [f"- {k}: {v}" for k, v in ASSUMPTIONS.items()]
+    lines += ["", "Counts: the vetting passes assume 320-token turns (the evaluation's max_new_tokens at gpu and paper) "
+              "and 3 zooms per spectrum, as the bench; no-tool models are counted at the tool models' rate (an upper bound). "
+              "A loan that runs `bench/gpu_all.sh results/gpu_bench/shapes` replaces the derived 320-token vetting rate and "
+              "the 3-zoom GRPO rate with measured ones (`vet_320.txt`, `grpo_gpu_profile.txt`); rerun this tool then.", ""]
+    return "\n".join(lines)
+
+
+def write(rows, parts, r, out):
     import pandas as pd
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_csv(out / "cost.csv", index=False)
     pd.DataFrame(parts).to_csv(out / "cost_parts.csv", index=False)
-    return out / "cost.csv", out / "cost_parts.csv"
+    (out / "README.md").write_text(readme(rows, r))
+    return out / "cost.csv", out / "cost_parts.csv", out / "README.md"
 
 
 if __name__ == "__main__":
