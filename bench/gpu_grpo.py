@@ -1,7 +1,7 @@
 """A few GRPO steps with tool calls of a Qwen2.5-VL-3B-shaped model on one GPU: step time, peak memory, rollouts/s.
 
     python bench/gpu_grpo.py [--steps 3] [--questions 4] [--generations 8] [--calls 3]   # on a CUDA machine, ~2-4 min
-    python bench/gpu_grpo.py --questions 8 --per-update 4 --micro 4 --calls 7 --steps 2  # the gpu profile's shape, one round
+    python bench/gpu_grpo.py --questions 8 --per-update 4 --micro 4 --calls 3 --max-calls 7 --steps 2  # the gpu profile
     .venv/bin/python bench/gpu_grpo.py --tiny                                           # the same code path on CPU
 
 Builds Qwen2.5-VL-3B's architecture from a config (bench/gpu_vet.py's QWEN25_VL_3B: 36 text layers of width 2048, a
@@ -86,7 +86,7 @@ def main(steps, questions, generations, calls, micro, tiny, size="3b", per_updat
     max_calls = max(max_calls or calls, calls)
     budget = completion_budget(processor, max_calls, "spec-o3", 64, 64)  # room for the profile's cap of tool calls
     if device == "cuda": torch.cuda.reset_peak_memory_stats()
-    c = clock(device, echo=True)  # each step's time as it ends: a run stopped by its time limit still says how far it got
+    c = clock(device, echo=True)  # each step's time as it ends: a run its time limit stops still says how far it got
     trainer = grpo_trainer(ds, Path(tempfile.mkdtemp(prefix="gpu_grpo_")), init=model, processor=processor, profile="gpu",
                            num_generations=generations, prompts_per_step=questions, prompts_per_update=per_update, micro_batch=micro,
                            max_steps=steps, save_steps=10**6, max_tool_calls=max_calls, reasoning_tokens=64, answer_tokens=64,
@@ -97,12 +97,13 @@ def main(steps, questions, generations, calls, micro, tiny, size="3b", per_updat
     bad = [r["step"] for r in log if r["tool_calls"] != calls or r["dropped_tool_images"]]
     if bad: sys.exit(f"the forced rollouts did not run as planned at steps {bad}: {log[bad[0] - 1]}")
     rounds = [sum(c.step_s[i:i + per_round]) for i in range(0, len(c.step_s), per_round)]
-    step, timed = (statistics.median(rounds[1:]), f"median of {len(rounds) - 1} after a warm-up") if len(rounds) > 1 else \
-                  (rounds[0], "one round, warm-up included: an upper bound")
+    if len(rounds) > 1: step, timed = statistics.median(rounds[1:]), f"median of {len(rounds) - 1} after a warm-up"
+    else: step, timed = rounds[0], "one round, warm-up included: an upper bound"
     tokens = statistics.median(r["completion_tokens"] for r in (log[1:] or log))
     print(f"per rollout: {tokens:,.0f} completion tokens ({log[-1]['completions/mean_length']:.0f} written by the model, the rest "
           f"tool turns with {calls} plots), {log[-1]['tool_calls']:.0f} tool calls, {sum(r['dropped_tool_images'] for r in log):.0f} plots dropped")
-    print(f"step time ({timed}): {step:.2f} s for {rollouts} rollouts in {per_round} optimizer step{'s' * (per_round > 1)} "
+    print(f"step time ({timed}): {step:.2f} s for {rollouts} rollouts in {per_round} "
+          f"optimizer step{'s' * (per_round > 1)} "
           f"(generation with tool calls, scoring, forward, backward, optimizer): {rollouts / step:.2f} rollouts/s"
           + (f"; steps {', '.join(f'{x:.1f}' for x in c.step_s)} s" if per_round > 1 else ""))
     if device == "cuda":
@@ -119,9 +120,11 @@ if __name__ == "__main__":
     p.add_argument("--generations", type=int, default=8, help="rollouts per question (the paper: 8)")
     p.add_argument("--calls", type=int, default=3, help="zooms per rollout (then the answer)")
     p.add_argument("--micro", type=int, default=8, help="rollouts per forward/backward pass")
-    p.add_argument("--max-calls", type=int, default=None, help="tool calls a rollout may make (the profile's cap; default --calls)")
-    p.add_argument("--per-update", type=int, default=None, help="questions per optimiser step (default: all of a round's)")
-    p.add_argument("--size", default="3b", choices=["3b", "7b"], help="the architecture built: Qwen2.5-VL-3B's or -7B's")
+    p.add_argument("--max-calls", type=int, default=None,
+                   help="tool calls a rollout may make (the profile's cap; default --calls)")
+    p.add_argument("--per-update", type=int, default=None,
+                   help="questions per optimiser step (default: all of a round's)")
+    p.add_argument("--size", default="3b", choices=["3b", "7b"], help="the architecture built: Qwen2.5-VL-3B's or 7B's")
     p.add_argument("--tiny", action="store_true", help="the tiny config on CPU, to check the script without a GPU")
     a = p.parse_args()
     main(a.steps or (2 if a.tiny else 3), a.questions or (2 if a.tiny else 4), a.generations, a.calls, a.micro, a.tiny,

@@ -32,11 +32,12 @@ def state_gib(total, trainable, weight_bytes=2, state_bytes=2):
 
 
 def arithmetic(total, trainable):
-    "A line: weights + gradients + AdamW states in bf16 (as the benches run) and with fp32 master weights, on 1 and 8 GPUs."
+    "A line: weights, gradients and AdamW states in bf16 (as the benches run) and in fp32, on 1 and 8 GPUs."
     bf16, fp32 = state_gib(total, trainable), state_gib(total, trainable, 4, 4)
     return (f"by arithmetic, before activations: {bf16:.1f} GiB with bf16 weights, gradients and AdamW states "
-            f"({total / 1e9:.2f} B parameters, {trainable / 1e9:.2f} B trainable); {fp32:.1f} GiB with the profiles' fp32 "
-            f"master weights (master_fp32); sharded over 8 GPUs (FSDP full-shard): {bf16 / 8:.1f} and {fp32 / 8:.1f} GiB per GPU")
+            f"({total / 1e9:.2f} B parameters, {trainable / 1e9:.2f} B trainable); {fp32:.1f} GiB with the profiles' "
+            f"fp32 master weights (master_fp32); sharded over 8 GPUs (FSDP full-shard): {bf16 / 8:.1f} and "
+            f"{fp32 / 8:.1f} GiB per GPU")
 
 
 def gpu_gib():
@@ -68,8 +69,8 @@ def micro_step(model, opt, m, tokens, completion, vocab, device):
 
 def main(size, micro, tokens, completion, tiny):
     if not tiny and not torch.cuda.is_available():
-        sys.exit(f"bench/gpu_memory.py needs a CUDA GPU: torch.cuda.is_available() is False (torch {torch.__version__}). "
-                 "Run it with --tiny to check the script on CPU.")
+        sys.exit(f"bench/gpu_memory.py needs a CUDA GPU: torch.cuda.is_available() is False (torch "
+                 f"{torch.__version__}). Run it with --tiny to check the script on CPU.")
     import transformers
     from gpu_vet import build, shape_name
     device, dtype = ("cpu", torch.float32) if tiny else ("cuda", torch.bfloat16)
@@ -77,8 +78,9 @@ def main(size, micro, tokens, completion, tiny):
     gpu = f"{torch.cuda.get_device_name()}, {gpu_gib():.1f} GiB" if device == "cuda" else "none (--tiny on CPU)"
     tokens = tokens or (256 if tiny else rollout_tokens())
     completion = min(max(completion or (tokens // 2 if tiny else tokens - PROMPT_TOKENS), 1), tokens - 1)
-    print(f"python {platform.python_version()}, torch {torch.__version__}, transformers {transformers.__version__}; GPU: {gpu}; "
-          f"GRPO micro-steps of {tokens:,} tokens per rollout ({completion:,} completion), micro-batches {micro}")
+    print(f"python {platform.python_version()}, torch {torch.__version__}, transformers {transformers.__version__}; "
+          f"GPU: {gpu}; GRPO micro-steps of {tokens:,} tokens per rollout ({completion:,} completion), "
+          f"micro-batches {micro}")
     t0 = time.perf_counter()
     model, _ = build(tiny, device, dtype, size)
     model.train()
@@ -86,8 +88,8 @@ def main(size, micro, tokens, completion, tiny):
     if not tiny: model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     total = sum(p.numel() for p in model.parameters())
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    print(f"model: {shape_name(tiny, size)}, {total / 1e6:,.1f} M parameters ({trainable / 1e6:,.1f} M trainable), {dtype}, "
-          f"random weights built in {time.perf_counter() - t0:.1f} s")
+    print(f"model: {shape_name(tiny, size)}, {total / 1e6:,.1f} M parameters ({trainable / 1e6:,.1f} M trainable), "
+          f"{dtype}, random weights built in {time.perf_counter() - t0:.1f} s")
     print(arithmetic(total, trainable))
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-6, weight_decay=0.01)
     vocab, fits = model.config.get_text_config().vocab_size, []
@@ -99,9 +101,11 @@ def main(size, micro, tokens, completion, tiny):
             opt.zero_grad(set_to_none=True); gc.collect(); torch.cuda.empty_cache()
             print(f"micro-batch {m}: does not fit (CUDA out of memory: {str(e).splitlines()[0][:160]})")
             break
-        peak = f"peak {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB allocated, " \
-               f"{torch.cuda.max_memory_reserved() / 2**30:.1f} GiB reserved" if device == "cuda" else "peak not measured on CPU"
-        print(f"micro-batch {m}: fits; {peak}; {s:.2f} s (forward, backward, AdamW{'; warm-up included' if m == micro[0] else ''}), "
+        peak = (f"peak {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB allocated, "
+                f"{torch.cuda.max_memory_reserved() / 2**30:.1f} GiB reserved") if device == "cuda" else \
+               "peak not measured on CPU"
+        warm = "; warm-up included" if m == micro[0] else ""
+        print(f"micro-batch {m}: fits; {peak}; {s:.2f} s (forward, backward, AdamW{warm}), "
               f"{m * tokens / s:,.0f} tokens/s")
         fits.append(m)
     print(f"largest micro-batch that fits: {max(fits) if fits else 'none'} of {micro}"
@@ -112,9 +116,12 @@ if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--size", default="7b", choices=["3b", "7b"], help="the architecture built")
     p.add_argument("--micro", type=int, nargs="+", default=[1, 2, 4, 8], help="micro-batch sizes tried, smallest first")
-    p.add_argument("--tokens", type=int, default=None, help="tokens per rollout (default: the gpu profile's longest rollout)")
-    p.add_argument("--completion", type=int, default=None, help="completion tokens among them (default: all but the prompt)")
+    p.add_argument("--tokens", type=int, default=None,
+                   help="tokens per rollout (default: the gpu profile's longest rollout)")
+    p.add_argument("--completion", type=int, default=None,
+                   help="completion tokens among them (default: all but the prompt)")
     p.add_argument("--tiny", action="store_true", help="the tiny config on CPU, to check the script without a GPU")
     a = p.parse_args()
-    if sorted(a.micro) != a.micro or min(a.micro) < 1: p.error(f"--micro {a.micro}: give positive sizes, smallest first")
+    if sorted(a.micro) != a.micro or min(a.micro) < 1:
+        p.error(f"--micro {a.micro}: give positive sizes, smallest first")
     main(a.size, a.micro, a.tokens, a.completion, a.tiny)

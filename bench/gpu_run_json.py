@@ -2,18 +2,18 @@
 
     python3 bench/gpu_run_json.py OUT_DIR [--started ISO_TIME] [--tiny]
 
-Reads what bench/gpu_all.sh left in OUT_DIR: status.txt (`name: exit N, S s` per step), commands.txt (`name<TAB>command`)
-and each step's <name>.txt, whose figure lines (s/spectrum, step times, peak memory, what fits, what was skipped)
-become that step's `measured`. A step whose file is missing or says nothing measurable is recorded as such, never
-dropped.
+Reads what bench/gpu_all.sh left in OUT_DIR: status.txt (`name: exit N, S s` per step), commands.txt
+(`name<TAB>command`) and each step's <name>.txt, whose figure lines (s/spectrum, step times, peak memory, what fits,
+what was skipped) become that step's `measured`. A step whose file is missing or says nothing measurable is recorded
+as such, never dropped.
 """
 import argparse, datetime, json, os, platform, re, subprocess, sys
 from importlib import metadata
 from pathlib import Path
 
-FIGURES = re.compile(r"s/spectrum|per model step|tokens per step|step time|optimizer step \d+ done|peak GPU memory|per rollout|"
-                     r"micro-batch \d+:|largest micro-batch|does not fit|by arithmetic|skipped|train_runtime|tokens in|"
-                     r"trainable:|model:|h on this device")
+FIGURES = re.compile(r"s/spectrum|per model step|tokens per step|step time|optimizer step \d+ done|"
+                     r"peak GPU memory|per rollout|micro-batch \d+:|largest micro-batch|does not fit|by arithmetic|"
+                     r"skipped|train_runtime|tokens in|trainable:|model:|h on this device")
 PACKAGES = ("torch", "transformers", "trl", "peft", "accelerate", "datasets")
 
 
@@ -27,8 +27,8 @@ def steps(out):
         name, code, secs = m[1], int(m[2]), int(m[3])
         text = out / f"{name}.txt"
         measured = [l.strip() for l in _lines(text) if FIGURES.search(l)] if text.exists() else []
-        found[name] = dict(command=commands.get(name), exit_status=code, seconds=secs,
-                           ended="time limit (exit 124)" if code == 124 else "ok" if code == 0 else f"failed (exit {code})",
+        ended = "time limit (exit 124)" if code == 124 else "ok" if code == 0 else f"failed (exit {code})"
+        found[name] = dict(command=commands.get(name), exit_status=code, seconds=secs, ended=ended,
                            output=text.name if text.exists() else None, measured=measured or ["nothing measured"])
     return found
 
@@ -57,13 +57,16 @@ def run_json(out, started=None, tiny=False):
     "The run.json record of `out` (a dict)."
     root = Path(__file__).resolve().parent.parent
     dirty = _run("git", "-C", str(root), "status", "--porcelain", "--untracked-files=no")
-    return dict(what=("bench/gpu_all.sh --tiny: the steps' code paths on CPU with the tiny model (not figures)" if tiny else
-                      "bench/gpu_all.sh: the GPU shapes no earlier figure covered, each step alone under its time limit"),
-                started_utc=started, finished_utc=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    what = ("bench/gpu_all.sh --tiny: the steps' code paths on CPU with the tiny model (not figures)" if tiny else
+            "bench/gpu_all.sh: the GPU shapes no earlier figure covered, each step alone under its time limit")
+    model = ("the tiny model on CPU (fp32), every assistant turn forced" if tiny else
+             "random bf16 weights of the named architecture built on the GPU; every assistant turn forced (constrained "
+             "decoding), so these are costs, not answers")
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return dict(what=what, started_utc=started, finished_utc=now,
                 git_commit=_run("git", "-C", str(root), "rev-parse", "HEAD"),
                 uncommitted_changes=dirty.splitlines() if dirty else [],
-                machine=machine(), model="random bf16 weights of the named architecture built on the GPU; every assistant "
-                "turn forced (constrained decoding), so these are costs, not answers", steps=steps(Path(out)))
+                machine=machine(), model=model, steps=steps(Path(out)))
 
 
 if __name__ == "__main__":
@@ -72,7 +75,8 @@ if __name__ == "__main__":
     p.add_argument("--started", default=None, help="when the run started (UTC, ISO 8601)")
     p.add_argument("--tiny", action="store_true", help="the run was gpu_all.sh --tiny")
     a = p.parse_args()
-    if not (a.out / "status.txt").is_file(): sys.exit(f"{a.out}: no status.txt here; give the folder bench/gpu_all.sh wrote")
+    if not (a.out / "status.txt").is_file():
+        sys.exit(f"{a.out}: no status.txt here; give the folder bench/gpu_all.sh wrote")
     try: record = run_json(a.out, a.started, a.tiny)
     except ValueError as e: sys.exit(f"bench/gpu_run_json.py: {e}")
     (a.out / "run.json").write_text(json.dumps(record, indent=1) + "\n")

@@ -1,4 +1,4 @@
-"""A few SFT steps of a Qwen2.5-VL-3B-shaped (or 7B-shaped) model on one GPU at the paper's settings: step time and peak memory.
+"""A few SFT steps of a Qwen2.5-VL-3B- or 7B-shaped model on one GPU at the paper's settings: step time, peak memory.
 
     python bench/gpu_sft.py [--steps 6] [--batch 4] [--lora] [--size 7b]   # on a CUDA machine, ~2-4 min
     .venv/bin/python bench/gpu_sft.py --tiny [--steps 3]       # the same code path on CPU, to check the script
@@ -31,7 +31,7 @@ from gpu_memory import arithmetic, gpu_gib
 
 
 def clock(device, echo=False):
-    "A TrainerCallback timing each optimiser step (begin to end) and the wall time between step ends; `echo`: print each."
+    "A TrainerCallback timing each optimiser step (begin to end) and the wall between step ends; `echo`: print each."
     from transformers import TrainerCallback
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
 
@@ -98,7 +98,7 @@ if __name__ == "__main__":
     p.add_argument("--steps", type=int, default=None, help="optimiser steps, the first a warm-up (default 6; 3 with --tiny)")
     p.add_argument("--batch", type=int, default=4, help="conversations per step (the paper: 4 per device)")
     p.add_argument("--lora", action="store_true", help="LoRA on the language model instead of full fine-tuning")
-    p.add_argument("--size", default="3b", choices=["3b", "7b"], help="the architecture built: Qwen2.5-VL-3B's or -7B's")
+    p.add_argument("--size", default="3b", choices=["3b", "7b"], help="the architecture built: Qwen2.5-VL-3B's or 7B's")
     p.add_argument("--tiny", action="store_true", help="the tiny config on CPU, to check the script without a GPU")
     a = p.parse_args()
     main(a.steps or (3 if a.tiny else 6), a.batch, a.lora, a.tiny, a.size)

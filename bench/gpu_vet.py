@@ -11,7 +11,8 @@ weights babble, so every message is forced (constrained decoding; the model stil
 zooms, then an answer, 40-60 tokens each. The tokenizer is the tiny one (its ids index the 151 936-row embedding;
 Qwen's own tokenizer would write the same text in a similar number of tokens), the image processor has Qwen2.5-VL's
 own limits (a full spec-o3 plot costs 476 image tokens, a zoom 260-375). The first batch is a warm-up and is not
-timed (`--warmup` sets its size; 0: none, the time then an upper bound). Prints s/spectrum (model and tool shares), tokens per step, and peak GPU memory. `--size 7b` builds
+timed (`--warmup` sets its size; 0: none, the time then an upper bound).
+Prints s/spectrum (model and tool shares), tokens per step, and peak GPU memory. `--size 7b` builds
 Qwen2.5-VL-7B's architecture instead (QWEN25_VL_7B below); `--turn-tokens N` lengthens every forced turn's reasoning
 to about N tokens, so that the turns are as long as the evaluation's budget (max_new_tokens 320 at gpu and paper)
 rather than 40-60 tokens.
@@ -30,11 +31,12 @@ QWEN25_VL_3B = dict(  # Qwen2.5-VL-3B-Instruct's published config.json (architec
                 window_size=112, fullatt_block_indexes=[7, 15, 23, 31], spatial_merge_size=2, patch_size=14,
                 temporal_patch_size=2),
 )
-QWEN25_VL_7B = dict(  # Qwen2.5-VL-7B-Instruct's published config.json (architecture only): 28 text layers of width 3584,
-    # 28 query and 4 key-value heads, MLP 18944, a 152 064-row vocabulary, untied output head; the same vision tower with a
-    # 3584-wide merger output (the values of the hub's Qwen/Qwen2.5-VL-7B-Instruct config.json; about 8.29 B parameters)
-    text=dict(QWEN25_VL_3B["text"], hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28,
-              num_key_value_heads=4, vocab_size=152064),
+QWEN25_VL_7B = dict(  # Qwen2.5-VL-7B-Instruct's published config.json (architecture only): 28 text layers of
+    # width 3584, 28 query and 4 key-value heads, MLP 18944, a 152 064-row vocabulary, untied output head; the same
+    # vision tower with a 3584-wide merger output (the values of the hub's Qwen/Qwen2.5-VL-7B-Instruct config.json;
+    # about 8.29 B parameters)
+    text=dict(QWEN25_VL_3B["text"], hidden_size=3584, intermediate_size=18944, num_hidden_layers=28,
+              num_attention_heads=28, num_key_value_heads=4, vocab_size=152064),
     vision=dict(QWEN25_VL_3B["vision"], out_hidden_size=3584),
 )
 SIZES = {"3b": (QWEN25_VL_3B, True), "7b": (QWEN25_VL_7B, False)}  # --size -> (architecture, tie_word_embeddings)
@@ -46,7 +48,7 @@ def shape_name(tiny, size):
 
 
 def pad_thought(thought, tokenizer, turn_tokens, rest):
-    "`thought` lengthened with more of the same reasoning until it and `rest` make about `turn_tokens` tokens (0: as is)."
+    "`thought` lengthened with more of the same reasoning until it and `rest` make about `turn_tokens` tokens."
     if not turn_tokens: return thought
     more = " I compare the line's width with the continuum noise and with the next line of the series before deciding."
     out = thought
@@ -55,20 +57,21 @@ def pad_thought(thought, tokenizer, turn_tokens, rest):
 
 
 def script(calls, tokenizer=None, turn_tokens=0):
-    """A force function: `calls` zooms over Balmer and He lines, then a YES answer that ends the turn; with `turn_tokens`
-    every turn's reasoning is lengthened to about that many tokens (the evaluation's max_new_tokens: a long expert turn)."""
+    """A force function: `calls` zooms over Balmer and He lines, then a YES answer that ends the turn; with
+    `turn_tokens` every turn's reasoning is lengthened to about that many tokens (the evaluation's max_new_tokens)."""
     windows = [(6480, 6650, "H-alpha"), (4800, 4920, "H-beta"), (4400, 4720, "He I 4471, He II 4686"),
                (5820, 5920, "He I 5876"), (6640, 6720, "He I 6678"), (3800, 4200, "higher Balmer lines"),
                (7000, 7300, "TiO of a donor star"), (8150, 8230, "Na I 8183/8195")]
     def force(ep):
         if ep.n_tool_calls < calls:
             lo, hi, name = windows[ep.n_tool_calls % len(windows)]
-            call = (f'</think>\n<tool_call>{{"name": "spectral_visualization_tool", "arguments": {{"wavelength_range": [{lo}, {hi}], '
-                    f'"label": "{name}"}}}}</tool_call>')
-            return "<think>" + pad_thought(f"Next I check {name}: is the line broad, and is it in emission?", tokenizer, turn_tokens,
-                                           call) + call
+            call = (f'</think>\n<tool_call>{{"name": "spectral_visualization_tool", "arguments": '
+                    f'{{"wavelength_range": [{lo}, {hi}], "label": "{name}"}}}}</tool_call>')
+            thought = f"Next I check {name}: is the line broad, and is it in emission?"
+            return "<think>" + pad_thought(thought, tokenizer, turn_tokens, call) + call
         answer = "</think>\n<answer>\\boxed{YES}</answer><|im_end|>"
-        return "<think>" + pad_thought("The Balmer and helium lines are broad and in emission.", tokenizer, turn_tokens, answer) + answer
+        thought = "The Balmer and helium lines are broad and in emission."
+        return "<think>" + pad_thought(thought, tokenizer, turn_tokens, answer) + answer
     force.__name__ = f"script_{calls}_calls" + (f"_{turn_tokens}_tokens" if turn_tokens else "")
     return force
 
@@ -120,7 +123,8 @@ def main(n, batch, calls, style, tiny, max_new_tokens, size="3b", turn_tokens=0,
     warmup = min(batch, n) if warmup is None else warmup
     items = simulate("cv_dn", n=n + warmup, seed=3)
     tmp = Path(tempfile.mkdtemp(prefix="gpu_vet_"))
-    if warmup: run(items[n:], policy, tmp / "warmup", task="cv", batch_size=batch, progress=False, style=style)  # kernels, caches
+    if warmup:  # kernels, caches
+        run(items[n:], policy, tmp / "warmup", task="cv", batch_size=batch, progress=False, style=style)
     else: print("no warm-up: the time below includes the first batch's start-up (an upper bound)")
     if device == "cuda": torch.cuda.synchronize(); torch.cuda.reset_peak_memory_stats()
     policy.stats = {k: 0 if isinstance(v, int) else 0.0 for k, v in policy.stats.items()}
@@ -145,10 +149,13 @@ if __name__ == "__main__":
     p.add_argument("--calls", type=int, default=3, help="zooms per spectrum (then the answer)")
     p.add_argument("--style", default="spec-o3", choices=["spec-o3", "fast"])
     p.add_argument("--max-new-tokens", type=int, default=96)
-    p.add_argument("--size", default="3b", choices=sorted(SIZES), help="the architecture built: Qwen2.5-VL-3B's or -7B's")
-    p.add_argument("--warmup", type=int, default=None, help="spectra of the untimed warm-up (default: one batch; 0: none)")
-    p.add_argument("--turn-tokens", type=int, default=0, help="force every turn to about this many tokens (0: 40-60 each)")
+    p.add_argument("--size", default="3b", choices=sorted(SIZES), help="the architecture built: Qwen2.5-VL-3B's or 7B's")
+    p.add_argument("--warmup", type=int, default=None,
+                   help="spectra of the untimed warm-up (default: one batch; 0: none)")
+    p.add_argument("--turn-tokens", type=int, default=0,
+                   help="force every turn to about this many tokens (0: 40-60 each)")
     p.add_argument("--tiny", action="store_true", help="the tiny config on CPU, to check the script without a GPU")
     a = p.parse_args()
-    if a.turn_tokens > a.max_new_tokens: p.error(f"--turn-tokens {a.turn_tokens} exceeds --max-new-tokens {a.max_new_tokens}")
+    if a.turn_tokens > a.max_new_tokens:
+        p.error(f"--turn-tokens {a.turn_tokens} exceeds --max-new-tokens {a.max_new_tokens}")
     main(a.n, a.batch, a.calls, a.style, a.tiny, a.max_new_tokens, a.size, a.turn_tokens, a.warmup)
