@@ -1,6 +1,6 @@
-"""A few SFT steps of a Qwen2.5-VL-3B-shaped model on one GPU at the paper's settings: step time and peak memory.
+"""A few SFT steps of a Qwen2.5-VL-3B- or 7B-shaped model on one GPU at the paper's settings: step time, peak memory.
 
-    python bench/gpu_sft.py [--steps 6] [--batch 4] [--lora]   # on a CUDA machine, ~2-4 min
+    python bench/gpu_sft.py [--steps 6] [--batch 4] [--lora] [--size 7b]   # on a CUDA machine, ~2-4 min
     .venv/bin/python bench/gpu_sft.py --tiny [--steps 3]       # the same code path on CPU, to check the script
 
 Builds Qwen2.5-VL-3B's architecture from a config (bench/gpu_vet.py's QWEN25_VL_3B: 36 text layers of width 2048, a
@@ -14,6 +14,11 @@ the 151 936-row embedding). The first step is a warm-up and is not timed. Prints
 time (forward, backward, optimizer) and the median wall time per step (collation and image processing included),
 tokens/s, peak GPU memory, and what the step time implies for the paper's 5 epochs over 1000 conversations on one GPU.
 
+`--size 7b` builds Qwen2.5-VL-7B's architecture (bench/gpu_vet.py's QWEN25_VL_7B, about 8.29 B parameters). Full
+fine-tuning it may not fit one GPU: the script first prints the arithmetic of weights, gradients and AdamW states
+(bench/gpu_memory.py's `arithmetic`), and a CUDA out-of-memory error during training is a result, printed as "does not
+fit" with that arithmetic, not a crash (exit status 0).
+
 Without a GPU it stops at once with a message; `--tiny` swaps in the tiny config on CPU (fp32) to check the script.
 """
 import argparse, platform, statistics, sys, tempfile, time
@@ -21,11 +26,12 @@ from pathlib import Path
 import torch
 
 
-from gpu_vet import build  # the same 3B-shaped (or tiny) random model and processor as the vetting bench
+from gpu_vet import build, shape_name  # the same 3B/7B-shaped (or tiny) random model and processor as the vetting bench
+from gpu_memory import arithmetic, gpu_gib
 
 
-def clock(device):
-    "A TrainerCallback timing each optimiser step (begin to end) and the wall time between step ends."
+def clock(device, echo=False):
+    "A TrainerCallback timing each optimiser step (begin to end) and the wall between step ends; `echo`: print each."
     from transformers import TrainerCallback
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
 
@@ -36,10 +42,11 @@ def clock(device):
         def on_step_end(self, args, state, control, **kw):
             sync(); t = time.perf_counter()
             self.step_s.append(t - self.t0); self.wall_s.append(t - self.last); self.last = t
+            if echo: print(f"optimizer step {state.global_step} done: {t - self.t0:.2f} s", flush=True)
     return Clock()
 
 
-def main(steps, batch, lora, tiny):
+def main(steps, batch, lora, tiny, size="3b"):
     if not tiny and not torch.cuda.is_available():
         sys.exit(f"bench/gpu_sft.py needs a CUDA GPU: torch.cuda.is_available() is False (torch {torch.__version__}). "
                  "Run it with --tiny to check the script on CPU.")
@@ -54,8 +61,8 @@ def main(steps, batch, lora, tiny):
     chats = demo_conversations(steps * batch, seed=0, style="spec-o3")
     print(f"{len(chats)} demo conversations drawn in {time.perf_counter() - t0:.1f} s")
     t0 = time.perf_counter()
-    model, processor = build(tiny, device, dtype)
-    print(f"model: {'tiny' if tiny else 'Qwen2.5-VL-3B-shaped'}, {sum(p.numel() for p in model.parameters()) / 1e6:,.1f} M "
+    model, processor = build(tiny, device, dtype, size)
+    print(f"model: {shape_name(tiny, size)}, {sum(p.numel() for p in model.parameters()) / 1e6:,.1f} M "
           f"parameters, {dtype}, random weights built in {time.perf_counter() - t0:.1f} s")
     if device == "cuda": torch.cuda.reset_peak_memory_stats()
     c = clock(device)
@@ -64,7 +71,15 @@ def main(steps, batch, lora, tiny):
                           progress=False, callbacks=[c], **({"bf16": False} if tiny else {}))
     s = trainer.speco3
     print(f"trainable: {s['trainable_params'] / 1e6:,.1f} M of {s['total_params'] / 1e6:,.1f} M parameters; frozen: {', '.join(s['frozen'])}")
-    trainer.train()
+    print(arithmetic(s["total_params"], s["trainable_params"]))
+    try:
+        trainer.train()
+    except torch.cuda.OutOfMemoryError as e:
+        peak = torch.cuda.max_memory_allocated() / 2**30
+        print(f"does not fit: CUDA out of memory on this GPU ({gpu_gib():.1f} GiB) after {len(c.step_s)} steps, "
+              f"{peak:.1f} GiB allocated at the peak; it needs the GiB above by arithmetic plus activations "
+              f"({str(e).splitlines()[0][:120]})")
+        return
     count = trainer.data_collator
     losses = [r["loss"] for r in trainer.state.log_history if "loss" in r]
     step, wall = statistics.median(c.step_s[1:]), statistics.median(c.wall_s[1:])
@@ -83,6 +98,7 @@ if __name__ == "__main__":
     p.add_argument("--steps", type=int, default=None, help="optimiser steps, the first a warm-up (default 6; 3 with --tiny)")
     p.add_argument("--batch", type=int, default=4, help="conversations per step (the paper: 4 per device)")
     p.add_argument("--lora", action="store_true", help="LoRA on the language model instead of full fine-tuning")
+    p.add_argument("--size", default="3b", choices=["3b", "7b"], help="the architecture built: Qwen2.5-VL-3B's or 7B's")
     p.add_argument("--tiny", action="store_true", help="the tiny config on CPU, to check the script without a GPU")
     a = p.parse_args()
-    main(a.steps or (3 if a.tiny else 6), a.batch, a.lora, a.tiny)
+    main(a.steps or (3 if a.tiny else 6), a.batch, a.lora, a.tiny, a.size)
