@@ -32,14 +32,15 @@ def test_ablations():
     base = next(k for k in t.index if not t.SFT[k] and not t.RL[k])
     rl = next(k for k in t.index if not t.SFT[k] and t.RL[k])
     sft, grpo = f"{base.removesuffix(' (base)')} + SFT", f"{base.removesuffix(' (base)')} + SFT + GRPO"
-    groups = {short: {"tool": k, "no tool (inference)": f"{k}, no tool", "no tool (retrained)": f"{k}, no tool (retrained)"}
-              for short, k in (("SFT", sft), ("SFT+RL", grpo))}
+    variants = {"tool": "", "no tool (inference)": ", no tool", "no tool (retrained)": ", no tool (retrained)"}
+    groups = {short: {v: f"{k}{end}" for v, end in variants.items()} for short, k in (("SFT", sft), ("SFT+RL", grpo))}
     check(ablation_figure(t, [base, rl, sft, grpo], groups, "Ablations on SpecVI-Sim test (1100 rows, cpu)"), [4, 6])
 
 def test_qso_incremental():
     t = pd.read_csv(RES / "qso_incremental" / "table.csv").set_index("task")
-    fig = before_after_figure(t, {"new task": (["qso"], ["QSO"]), "the five tasks": (TASKS + ["macro"], TASKS + ["macro"])},
-                              "before", "after", "Incremental SFT on 96 QSO trajectories, SpecVI-Sim (cpu); 95 % intervals; "
+    five = TASKS + ["macro"]
+    fig = before_after_figure(t, {"new task": (["qso"], ["QSO"]), "the five tasks": (five, five)}, "before", "after",
+                              "Incremental SFT on 96 QSO trajectories, SpecVI-Sim (cpu); 95 % intervals; "
                               "numbers above: paired change (red: interval excludes 0)")
     check(fig, [2, 12])
 
@@ -49,10 +50,11 @@ def test_baselines_generalisation():
     check(generalisation_figure(t, sets, "SpecVI-Sim (cpu): specialists trained on LAMOST-like spectra"), [3 * len(t)])
 
 def test_sft_eval():
-    t = with_macro_interval(pd.read_csv(RES / "sft" / "eval_summary.csv").set_index("policy"), RES / "sft" / "metrics.json")
+    t = pd.read_csv(RES / "sft" / "eval_summary.csv").set_index("policy")
+    t = with_macro_interval(t, RES / "sft" / "metrics.json")
     legend = {k: f"{k} [{n}]" for k, n in t.train_conversations.items()}
-    check(behaviour_figure(t, "SpecVI-Sim test (1100 rows, cpu): before and after SFT", legend, "[training conversations]"),
-          [len(t)])
+    title = "SpecVI-Sim test (1100 rows, cpu): before and after SFT"
+    check(behaviour_figure(t, title, legend, "[training conversations]"), [len(t)])
 
 def test_real_mix():
     mix = pd.read_csv(RES / "real_mix" / "mix_table.csv")
