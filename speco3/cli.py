@@ -274,7 +274,8 @@ def _add_export(sub):
 # %% ../nbs/91_cli.ipynb #db82f89e
 def _add_view(sub):
     w = sub.add_parser("view", help="write the triage report of a vet run: an index (YES first) and a page per candidate")
-    w.add_argument("run_dir"); w.add_argument("--out", help="HTML file (default: <run_dir>/report.html)")
+    w.add_argument("run_dir"); w.add_argument("--out", help="the index page (default: <run_dir>/report.html); "
+                                            "a page per candidate goes beside it, in <name>_files/")
     w.add_argument("--max-samples", type=_at_least(1), help="list only the first N candidates, YES first (the summary counts all)")
     w.set_defaults(run=_view)
 

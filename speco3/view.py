@@ -12,9 +12,9 @@ from .io import atomic_write
 from .agent import read_trajectories, _folder
 
 # %% auto #0
-__all__ = ['OUTCOMES', 'outcome', 'triage_order', 'zoom_caption', 'write_report']
+__all__ = ['OUTCOMES', 'ROWS', 'PER_PAGE', 'outcome', 'triage_order', 'zoom_caption', 'read_index', 'write_report']
 
-# %% ../nbs/09a_view.ipynb #0847f780
+# %% ../nbs/09a_view.ipynb #86dd4718
 OUTCOMES = ("YES", "cannot judge", "NO", "no verdict", "failed")  # the report's order: what a person looks at first
 _FAILED = ("read_error", "policy_error")
 
@@ -55,30 +55,47 @@ def _badge(rec):
         mark = f' <span class="{"right" if ok else "wrong"}">{"✓" if ok else "✗"} truth {truth}</span>'
     return f'<span class="badge {_CLASS[o]}">{html.escape(o)}</span>{mark}'
 
-# %% ../nbs/09a_view.ipynb #f61ccde2
+# %% ../nbs/09a_view.ipynb #ce6c19f6
 def _png_size(path):
-    "(width, height) of a PNG file, or None when the file is not one."
-    with open(path, "rb") as f: head = f.read(24)
+    "(width, height) of a PNG file, or None when the file is not one (or cannot be read)."
+    try:
+        with open(path, "rb") as f: head = f.read(24)
+    except OSError: return None
     if head[:8] != b"\x89PNG\r\n\x1a\n" or head[12:16] != b"IHDR": return None
     return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
 
-def _inside(run_dir, root, ref):
-    "The image file a record's `ref` names, checked: a PNG inside `root`; else a one-line reason it is not shown."
-    rel = str(ref.get("path", "")) if isinstance(ref, dict) else ""
-    p = (Path(run_dir) / rel).resolve()
-    if not rel or not p.is_relative_to(Path(root).resolve()): return f"image {rel!r} lies outside the run folder; not shown"
-    if not p.is_file(): return f"missing image {rel!r}"
-    return p if _png_size(p) else f"image {rel!r} is not a PNG file; not shown"
+class _Files:
+    "The images a report may show: a record's path, links resolved, must be a PNG inside `root`; each is checked once."
+    def __init__(self, run_dir, root): self.base, self.root, self.dirs, self.seen = Path(run_dir), Path(root).resolve(), {}, {}
 
-def _img(run_dir, root, ref, page_dir, cls="", lazy=False):
-    "An <img> linking (relative URL) to the record's PNG when it lies inside `root`, else a note why it is not shown."
+    def check(self, ref):
+        "(the file, its width, its height), or a one-line reason it is not shown."
+        rel = str(ref.get("path", "")) if isinstance(ref, dict) else ""
+        if rel not in self.seen: self.seen[rel] = self._check(rel)
+        return self.seen[rel]
+
+    def _check(self, rel):
+        p = self.base / rel
+        if p.parent not in self.dirs: self.dirs[p.parent] = p.parent.resolve()   # one folder per sample: resolved once
+        real = self.dirs[p.parent] / p.name
+        if real.is_symlink(): real = real.resolve()
+        if not rel or not real.is_relative_to(self.root): return f"image {rel!r} lies outside the run folder; not shown"
+        if not real.is_file(): return f"missing image {rel!r}"
+        size = _png_size(real)
+        return (real, *size) if size else f"image {rel!r} is not a PNG file; not shown"
+
+    def src(self, ref, page_dir):
+        "The relative URL of the image from `page_dir`, with its size, or the reason it is not shown."
+        got = self.check(ref)
+        if isinstance(got, str): return got
+        return quote(os.path.relpath(got[0], Path(page_dir).resolve()).replace(os.sep, "/")), got[1], got[2]
+
+def _img(files, ref, page_dir):
+    "An <img> linking (relative URL) to the record's PNG when it may be shown, else a note why not."
     if not ref: return ""
-    p = _inside(run_dir, root, ref)
-    if isinstance(p, str): return f'<p class="err">{html.escape(p)}</p>'
-    w, h = _png_size(p)
-    src = quote(os.path.relpath(p, Path(page_dir).resolve()).replace(os.sep, "/"))
-    return (f'<img src="{src}" width="{w}" height="{h}" alt=""' + (f' class="{cls}"' if cls else "")
-            + (' loading="lazy"' if lazy else "") + ">")
+    got = files.src(ref, page_dir)
+    if isinstance(got, str): return f'<p class="err">{html.escape(got)}</p>'
+    return f'<img src="{got[0]}" width="{got[1]}" height="{got[2]}" alt="">'
 
 # %% ../nbs/09a_view.ipynb #1b8e5bff
 def zoom_caption(call, # the tool call as recorded: {name, arguments, error}
@@ -92,11 +109,11 @@ def zoom_caption(call, # the tool call as recorded: {name, arguments, error}
     except (TypeError, ValueError, IndexError, KeyError): span = ""
     return " · ".join(s for s in (label.strip(), span) if s) or "zoom"
 
-def _turns_html(run_dir, root, rec, page_dir):
+def _turns_html(files, rec, page_dir):
     "The conversation: the overview, each assistant message, each tool answer with its zoom under a caption."
     out = []
     if rec.get("overview"): out.append("<figure><figcaption>Overview (shown first)</figcaption>"
-                                       f"{_img(run_dir, root, rec['overview'], page_dir)}</figure>")
+                                       f"{_img(files, rec['overview'], page_dir)}</figure>")
     for i, turn in enumerate(rec.get("turns") or []):
         out.append(f'<div class="turn"><b>assistant, turn {i + 1}</b><pre>{html.escape(str(turn.get("text", "")))}</pre></div>')
         calls = turn.get("tool_calls") or []
@@ -104,7 +121,7 @@ def _turns_html(run_dir, root, rec, page_dir):
             fig = ""
             if res.get("image"):
                 cap = zoom_caption(calls[j] if j < len(calls) else {}, res)
-                fig = f'<figure><figcaption>{html.escape(cap)}</figcaption>{_img(run_dir, root, res["image"], page_dir)}</figure>'
+                fig = f'<figure><figcaption>{html.escape(cap)}</figcaption>{_img(files, res["image"], page_dir)}</figure>'
             out.append(f'<div class="turn tool"><b>tool</b><pre>{html.escape(str(res.get("text", "")))}</pre>{fig}</div>')
     return "".join(out)
 
@@ -116,7 +133,7 @@ def _note(rec):
               if isinstance(c, dict) and isinstance(c.get("arguments"), dict)]
     return "zooms: " + ", ".join(l for l in labels if isinstance(l, str)) if any(isinstance(l, str) for l in labels) else ""
 
-def _detail_page(run_dir, root, rec, page_dir, nav):
+def _detail_page(files, rec, page_dir, nav):
     "One candidate's page: verdict, reasons, the trajectory with its images; links back to the index and along the list."
     sid = html.escape(str(rec["sample_id"]))
     head = (f'<h1>{sid} — task {html.escape(str(rec.get("task")))} {_badge(rec)}</h1><p>{nav}</p>'
@@ -124,12 +141,12 @@ def _detail_page(run_dir, root, rec, page_dir, nav):
     why = "".join(f"<li>{html.escape(str(r))}</li>" for r in rec.get("cannot_judge") or [])
     body = [head, f"<p>Cannot judge:</p><ul>{why}</ul>" if why else ""]
     if rec.get("error"): body.append(f'<p class="err">{html.escape(str(rec["error"]))}</p>')
-    body.append(_turns_html(run_dir, root, rec, page_dir))
+    body.append(_turns_html(files, rec, page_dir))
     if rec.get("reasons"): body.append(f'<p>Format notes: {html.escape("; ".join(map(str, rec["reasons"])))}</p>')
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{sid}</title><style>{_CSS}</style></head>"
             f"<body>{''.join(body)}</body></html>")
 
-# %% ../nbs/09a_view.ipynb #534cdcfe
+# %% ../nbs/09a_view.ipynb #5dc5a568
 def _summary_html(recs):
     "Counts per task and outcome (each a link that filters the list), then accuracy where the truth is known."
     tasks = sorted({str(r.get("task")) for r in recs})
@@ -146,35 +163,58 @@ def _summary_html(recs):
     return (f'<table id="summary">{head}{"".join(rows)}{total}</table><p>accuracy where the truth is known (cannot judge and '
             f'failed left out): {acc}; mean tool calls {calls:.2f}</p>')
 
-_JS = """
-const rows=[...document.querySelectorAll('#list tbody tr')],o=document.getElementById('o'),t=document.getElementById('t'),
-q=document.getElementById('q'),shown=document.getElementById('shown');
-function apply(){const ov=o.value,tv=t.value,qv=q.value.trim().toLowerCase();let n=0;
-for(const r of rows){const ok=(!ov||r.dataset.o===ov)&&(!tv||r.dataset.t===tv)&&(!qv||r.textContent.toLowerCase().includes(qv));
-r.hidden=!ok;n+=ok}shown.textContent=n}
-for(const e of [o,t,q])e.addEventListener('input',apply);
-for(const a of document.querySelectorAll('#summary a'))a.addEventListener('click',()=>{o.value=a.dataset.o;t.value=a.dataset.t;apply()});
-"""
-
-def _filters_html(recs, n_shown):
-    "The outcome and task filters and the search box (they act on the list with the small script `_JS`)."
+def _filters_html(recs):
+    "The outcome and task filters, the search box and the pager (the script `_JS` draws the list)."
     opt = lambda v, text: f'<option value="{html.escape(v)}">{html.escape(text)}</option>'
     outs = opt("", "every outcome") + "".join(opt(o, o) for o in OUTCOMES)
     tasks = opt("", "every task") + "".join(opt(t, t) for t in sorted({str(r.get("task")) for r in recs}))
     return (f'<div id="filters"><select id="o" aria-label="outcome">{outs}</select> <select id="t" aria-label="task">{tasks}'
             '</select> <input id="q" type="search" placeholder="search ids, reasons, zoom labels" aria-label="search"> '
-            f'showing <span id="shown">{n_shown}</span></div>')
+            '<span id="shown"></span> found · <button id="prev">‹ previous</button> <span id="pg"></span> '
+            '<button id="next">next ›</button></div>')
 
-def _row_html(run_dir, root, rec, page, out_dir):
-    "One candidate in the index: thumbnail, id (both link to its page), task, outcome, tool calls, one-line note."
-    link = f'<a href="{quote(page)}">'
-    thumb = _img(run_dir, root, rec["overview"], out_dir, "thumb", lazy=True) if rec.get("overview") else ""
-    return (f'<tr data-o="{html.escape(outcome(rec))}" data-t="{html.escape(str(rec.get("task")))}"><td>{link}{thumb}</a></td>'
-            f'<td>{link}{html.escape(str(rec["sample_id"]))}</a></td><td>{html.escape(str(rec.get("task")))}</td>'
-            f'<td>{_badge(rec)}</td><td>{rec.get("n_tool_calls") or 0}</td><td>{html.escape(_note(rec))}</td></tr>')
+# %% ../nbs/09a_view.ipynb #467f0e5a
+ROWS = ("sample_id", "task", "outcome", "truth", "right", "n_tool_calls", "note", "page", "thumb")  # one list per candidate
+PER_PAGE = 100  # rows the index draws at a time; the filter and the search run over all of them
+
+def _row(files, rec, page, out_dir):
+    "One candidate as the index's data: the fields ROWS names; thumb is [url, width, height] or why it is not shown."
+    thumb = files.src(rec["overview"], out_dir) if rec.get("overview") else None
+    truth = rec.get("truth") if rec.get("truth") in ("YES", "NO") else ""
+    return [str(rec["sample_id"]), str(rec.get("task")), OUTCOMES.index(outcome(rec)), truth,
+            int(bool(truth) and rec.get("prediction") == truth), rec.get("n_tool_calls") or 0, _note(rec), quote(page),
+            list(thumb) if isinstance(thumb, tuple) else thumb]
+
+def read_index(path # an index page written by `write_report`
+              ) -> list[dict]:
+    "The candidates an index lists, in its order, as dicts keyed by ROWS (outcome as its name)."
+    text = Path(path).read_text(encoding="utf-8")
+    rows = json.loads(text.split('<script id="rows" type="application/json">', 1)[1].split("</script>", 1)[0])
+    return [dict(zip(ROWS, r), outcome=OUTCOMES[r[2]]) for r in rows]
+
+_JS = """
+const R=JSON.parse(document.getElementById('rows').textContent),O=%s,C=%s,PER=%d,$=i=>document.getElementById(i);
+const o=$('o'),t=$('t'),q=$('q'),shown=$('shown'),body=$('body'),pg=$('pg'),hay=R.map(r=>(r[0]+' '+r[1]+' '+r[6]).toLowerCase());
+let hits=[],page=0;
+const esc=s=>String(s).replace(/[&<>"]/g,c=>({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;'}[c]));
+function row(r){const th=Array.isArray(r[8])?`<a href="${r[7]}"><img class="thumb" loading="lazy" src="${r[8][0]}" width="${r[8][1]}"`
++` height="${r[8][2]}" alt=""></a>`:(r[8]?`<span class="err">${esc(r[8])}</span>`:''),
+mark=r[3]?` <span class="${r[4]?'right':'wrong'}">${r[4]?'✓':'✗'} truth ${r[3]}</span>`:'';
+return `<tr data-o="${O[r[2]]}" data-t="${esc(r[1])}"><td>${th}</td><td><a href="${r[7]}">${esc(r[0])}</a></td><td>${esc(r[1])}</td>`
++`<td><span class="badge ${C[r[2]]}">${O[r[2]]}</span>${mark}</td><td>${r[5]}</td><td>${esc(r[6])}</td></tr>`}
+function draw(){const n=Math.max(1,Math.ceil(hits.length/PER));page=Math.max(0,Math.min(page,n-1));
+body.innerHTML=hits.slice(page*PER,(page+1)*PER).map(i=>row(R[i])).join('');shown.textContent=hits.length;
+pg.textContent=`page ${page+1} of ${n}`;$('prev').disabled=page==0;$('next').disabled=page>=n-1}
+function apply(){const ov=o.value,tv=t.value,qv=q.value.trim().toLowerCase();hits=[];
+R.forEach((r,i)=>{if((!ov||O[r[2]]===ov)&&(!tv||r[1]===tv)&&(!qv||hay[i].includes(qv)))hits.push(i)});page=0;draw()}
+for(const e of [o,t,q])e.addEventListener('input',apply);
+$('prev').onclick=()=>{page--;draw()};$('next').onclick=()=>{page++;draw()};
+for(const a of document.querySelectorAll('#summary a'))a.addEventListener('click',()=>{o.value=a.dataset.o;t.value=a.dataset.t;q.value='';apply()});
+apply();
+""" % (json.dumps(OUTCOMES), json.dumps([_CLASS[o] for o in OUTCOMES]), PER_PAGE)
 
 # %% ../nbs/09a_view.ipynb #50da36d5
-def _write_pages(run_dir, root, shown, pages, out):
+def _write_pages(files, shown, pages, out):
     "One page per shown candidate in `pages` (older pages there that this report does not link are removed)."
     pages.mkdir(parents=True, exist_ok=True)
     names = [f"{_folder(str(r['sample_id']))}.html" for r in shown]
@@ -183,11 +223,11 @@ def _write_pages(run_dir, root, shown, pages, out):
     for i, (rec, name) in enumerate(zip(shown, names)):
         nav = " · ".join([*([f'<a href="{quote(names[i - 1])}">← previous</a>'] if i else []), f'<a href="{index}">index</a>',
                           *([f'<a href="{quote(names[i + 1])}">next →</a>'] if i + 1 < len(names) else [])])
-        (pages / name).write_text(_detail_page(run_dir, root, rec, pages, nav), encoding="utf-8")
+        (pages / name).write_text(_detail_page(files, rec, pages, nav), encoding="utf-8")
     return [f"{pages.name}/{n}" for n in names]
 
 def write_report(run_dir, # a folder written by `speco3.agent.run` (trajectories.jsonl, images/)
-                 out=None, # the index HTML file to write (default: run_dir/report.html); the pages go beside it in <name>_files/
+                 out=None, # the index page to write (default: run_dir/report.html); the pages go beside it in <name>_files/
                  max_samples=None, # list only the first N candidates in triage order (YES first); the summary counts all
                  root=None # the folder every image must lie in (default: run_dir); images elsewhere are not shown
                 ) -> Path:
@@ -199,15 +239,17 @@ def write_report(run_dir, # a folder written by `speco3.agent.run` (trajectories
     summary = json.loads((run_dir / "summary.json").read_text()) if (run_dir / "summary.json").exists() else {}
     policy = (recs[0].get("policy") if recs else None) or summary.get("policy") or {}
     title = f"speco3 run: {policy.get('name', 'policy')}"
-    shown = triage_order(recs)[:max_samples]
+    shown, files = triage_order(recs)[:max_samples], _Files(run_dir, root or run_dir)
     out = Path(out) if out else run_dir / "report.html"
     out.parent.mkdir(parents=True, exist_ok=True)
-    links = _write_pages(run_dir, root or run_dir, shown, out.with_name(out.stem + "_files"), out)
-    rows = "".join(_row_html(run_dir, root or run_dir, r, p, out.parent) for r, p in zip(shown, links))
+    links = _write_pages(files, shown, out.with_name(out.stem + "_files"), out)
+    rows = json.dumps([_row(files, r, p, out.parent) for r, p in zip(shown, links)], ensure_ascii=False).replace("<", "\\u003c")
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{_CSS}</style></head>"
             f"<body><h1>{html.escape(title)}</h1><p><code>{html.escape(json.dumps(policy))}</code></p>{_summary_html(recs)}"
-            f"<h2>Candidates ({len(shown)} of {len(recs)} listed, YES first)</h2>{_filters_html(recs, len(shown))}"
+            f"<h2>Candidates ({len(shown)} of {len(recs)} listed, YES first)</h2>{_filters_html(recs)}"
+            "<noscript><p>The list needs JavaScript; each candidate's page is in the folder beside this file.</p></noscript>"
             '<table id="list"><thead><tr><th></th><th>sample</th><th>task</th><th>outcome</th><th>tool calls</th><th>note</th>'
-            f"</tr></thead><tbody>{rows}</tbody></table><script>{_JS}</script></body></html>")
+            f'</tr></thead><tbody id="body"></tbody></table><script id="rows" type="application/json">{rows}</script>'
+            f"<script>{_JS}</script></body></html>")
     atomic_write(out, page)
     return out

@@ -10,7 +10,7 @@ from PIL import Image
 from speco3.spectrum import Spectrum
 from speco3.agent import run, Sample
 from speco3.policy import ReplayPolicy
-from speco3.view import write_report, OUTCOMES, outcome
+from speco3.view import write_report, read_index, OUTCOMES, PER_PAGE, outcome
 from browser import need_chromium as _need_chromium, chromium as _chromium
 from view_records import fake_run, record
 
@@ -52,7 +52,7 @@ def _links(page):
 def test_order_counts_and_filters(many):
     d, recs, index = many
     page = index.read_text()
-    shown = re.findall(r'<tr data-o="([^"]+)"', page)
+    shown = [r["outcome"] for r in read_index(index)]
     assert len(shown) == len(recs)
     assert shown == sorted(shown, key=OUTCOMES.index) and shown[0] == "YES" and shown[-1] == "failed"
     want = Counter(outcome(r) for r in recs)
@@ -66,18 +66,20 @@ def test_order_counts_and_filters(many):
 
 def test_only_files_inside_the_run_folder(many):
     d, recs, index = many
-    pages = [index, *(d / "report_files").glob("*.html")]
-    links = [u for p in pages for u in _links(p)]
+    pages = list((d / "report_files").glob("*.html"))
+    rows = read_index(index)
+    links = [u for p in pages for u in _links(p)] + [(index.parent / unquote(r["page"])).resolve() for r in rows] \
+        + [(index.parent / unquote(r["thumb"][0])).resolve() for r in rows if isinstance(r["thumb"], list)]
     assert links and all(u.is_relative_to(d.resolve()) for u in links), [u for u in links if not u.is_relative_to(d.resolve())]
     assert all(u.exists() for u in links)
-    said = "".join(p.read_text() for p in pages)
+    said = index.read_text() + "".join(p.read_text() for p in pages)
     assert said.count("lies outside the run folder; not shown") == 3 * 2 - 1  # row + page for each overview, the zoom's page
 
 
 def test_max_samples_keeps_yes_first(many):
     d, recs, _ = many
     top = write_report(d, out=d / "top.html", max_samples=10)
-    assert re.findall(r'<tr data-o="([^"]+)"', top.read_text()) == ["YES"] * 10
+    assert [r["outcome"] for r in read_index(top)] == ["YES"] * 10
     assert len(list((d / "top_files").glob("*.html"))) == 10
     assert f"Candidates (10 of {len(recs)} listed" in top.read_text()
 
@@ -89,21 +91,33 @@ def _with_script(index, js):
     return page
 
 
-def test_filter_and_search_in_chromium(many, tmp_path):
+def _drawn(dom):
+    "The outcomes of the rows the page's script drew (in the DOM before the scripts, whose text holds the row template)."
+    return re.findall(r'<tr data-o="([^"]+)" data-t="[^"]*">', dom.split('<script id="rows"')[0])
+
+
+def test_filter_search_and_pages_in_chromium(many, tmp_path):
     _need_chromium()
     d, recs, index = many
+    dom = _chromium(tmp_path, "--dump-dom", index.as_uri()).stdout
+    n_pages = -(-len(recs) // PER_PAGE)
+    assert _drawn(dom)[:3] == ["YES"] * 3 and len(_drawn(dom)) == PER_PAGE and f"page 1 of {n_pages}" in dom
     js = "o.value='cannot judge';o.dispatchEvent(new Event('input'));"
     dom = _chromium(tmp_path, "--dump-dom", _with_script(index, js).as_uri()).stdout
-    visible = re.findall(r'<tr data-o="([^"]+)"(?: data-t="[^"]*")>', dom)   # rows without the hidden attribute
-    assert visible and set(visible) == {"cannot judge"} and len(visible) == Counter(map(outcome, recs))["cannot judge"]
+    n = Counter(map(outcome, recs))["cannot judge"]
+    assert set(_drawn(dom)) == {"cannot judge"} and len(_drawn(dom)) == n and f'<span id="shown">{n}</span>' in dom
     js = "q.value='S00042';q.dispatchEvent(new Event('input'));"
     dom = _chromium(tmp_path, "--dump-dom", _with_script(index, js).as_uri()).stdout
-    assert re.search(r'<span id="shown">1</span>', dom) and len(re.findall(r'<tr data-o="[^"]+" data-t="[^"]*">', dom)) == 1
+    assert '<span id="shown">1</span>' in dom and len(_drawn(dom)) == 1 and ">s00042</a>" in dom
+    js = "$('next').click();$('next').click();$('next').click();"
+    dom = _chromium(tmp_path, "--dump-dom", _with_script(index, js).as_uri()).stdout
+    assert f"page {n_pages} of {n_pages}" in dom and _drawn(dom)[-1] == "failed"
+    assert len(_drawn(dom)) == len(recs) - (n_pages - 1) * PER_PAGE
 
 
 def test_report_dom_in_chromium(report, tmp_path):
     _need_chromium()
-    dom = _chromium(tmp_path, "--dump-dom", report.as_uri()).stdout
+    dom = _chromium(tmp_path, "--dump-dom", report.as_uri()).stdout.split('<script id="rows"')[0]
     assert dom.count("<tr data-o=") == 3 and dom.count("<img") == 3, dom[:500]   # a thumbnail per candidate
     assert "accuracy" in dom and "cv-2" in dom
     page = sorted(report.parent.joinpath("report_files").glob("*.html"))[0]
