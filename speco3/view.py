@@ -14,7 +14,7 @@ from .agent import read_trajectories, _folder
 # %% auto #0
 __all__ = ['OUTCOMES', 'ROWS', 'PER_PAGE', 'outcome', 'triage_order', 'zoom_caption', 'read_index', 'write_report']
 
-# %% ../nbs/09a_view.ipynb #86dd4718
+# %% ../nbs/09a_view.ipynb #ec17c9ca
 OUTCOMES = ("YES", "cannot judge", "NO", "no verdict", "failed")  # the report's order: what a person looks at first
 _FAILED = ("read_error", "policy_error")
 
@@ -37,7 +37,7 @@ line-height:1.4;padding:0 1em}h1{font-size:1.5em}table{border-collapse:collapse}
 td,th{padding:3px 10px;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}
 .badge{display:inline-block;border-radius:4px;padding:0 7px;font-size:.85em;color:#fff;white-space:nowrap;font-weight:600}
 .o-yes{background:#2e7d32}.o-cj{background:#e08600}.o-no{background:#5c6b7a}.o-nv{background:#8e44ad}.o-fail{background:#c62828}
-.right{color:#2e7d32}.wrong{color:#c62828;font-weight:600}.thumb{width:150px;height:auto;border:1px solid #eee}
+.right{color:#2e7d32}.wrong{color:#c62828;font-weight:600}.thumb{width:150px;height:90px;object-fit:contain;border:1px solid #eee}
 #filters{position:sticky;top:0;background:#fff;padding:.5em 0;border-bottom:1px solid #ccc}#filters input{width:22em}
 .turn{border-left:3px solid #1f4e9c;margin:.8em 0;padding-left:.8em}.tool{border-left-color:#ef6c00}
 pre{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;padding:.5em;border-radius:4px;margin:.3em 0}
@@ -55,21 +55,13 @@ def _badge(rec):
         mark = f' <span class="{"right" if ok else "wrong"}">{"✓" if ok else "✗"} truth {truth}</span>'
     return f'<span class="badge {_CLASS[o]}">{html.escape(o)}</span>{mark}'
 
-# %% ../nbs/09a_view.ipynb #ce6c19f6
-def _png_size(path):
-    "(width, height) of a PNG file, or None when the file is not one (or cannot be read)."
-    try:
-        with open(path, "rb") as f: head = f.read(24)
-    except OSError: return None
-    if head[:8] != b"\x89PNG\r\n\x1a\n" or head[12:16] != b"IHDR": return None
-    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
-
+# %% ../nbs/09a_view.ipynb #9a2c2643
 class _Files:
-    "The images a report may show: a record's path, links resolved, must be a PNG inside `root`; each is checked once."
+    "The images a report may show: a record's path, links resolved, must name a .png file inside `root`; each is checked once."
     def __init__(self, run_dir, root): self.base, self.root, self.dirs, self.seen = Path(run_dir), Path(root).resolve(), {}, {}
 
     def check(self, ref):
-        "(the file, its width, its height), or a one-line reason it is not shown."
+        "The file, or a one-line reason it is not shown."
         rel = str(ref.get("path", "")) if isinstance(ref, dict) else ""
         if rel not in self.seen: self.seen[rel] = self._check(rel)
         return self.seen[rel]
@@ -80,22 +72,20 @@ class _Files:
         real = self.dirs[p.parent] / p.name
         if real.is_symlink(): real = real.resolve()
         if not rel or not real.is_relative_to(self.root): return f"image {rel!r} lies outside the run folder; not shown"
-        if not real.is_file(): return f"missing image {rel!r}"
-        size = _png_size(real)
-        return (real, *size) if size else f"image {rel!r} is not a PNG file; not shown"
+        if real.suffix.lower() != ".png": return f"image {rel!r} is not a .png file; not shown"
+        return real if real.is_file() else f"missing image {rel!r}"
 
     def src(self, ref, page_dir):
-        "The relative URL of the image from `page_dir`, with its size, or the reason it is not shown."
+        "[the relative URL of the image from `page_dir`], or the reason it is not shown."
         got = self.check(ref)
-        if isinstance(got, str): return got
-        return quote(os.path.relpath(got[0], Path(page_dir).resolve()).replace(os.sep, "/")), got[1], got[2]
+        return got if isinstance(got, str) else [quote(os.path.relpath(got, Path(page_dir).resolve()).replace(os.sep, "/"))]
 
 def _img(files, ref, page_dir):
     "An <img> linking (relative URL) to the record's PNG when it may be shown, else a note why not."
     if not ref: return ""
     got = files.src(ref, page_dir)
     if isinstance(got, str): return f'<p class="err">{html.escape(got)}</p>'
-    return f'<img src="{got[0]}" width="{got[1]}" height="{got[2]}" alt="">'
+    return f'<img src="{got[0]}" alt="">'
 
 # %% ../nbs/09a_view.ipynb #1b8e5bff
 def zoom_caption(call, # the tool call as recorded: {name, arguments, error}
@@ -146,7 +136,7 @@ def _detail_page(files, rec, page_dir, nav):
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{sid}</title><style>{_CSS}</style></head>"
             f"<body>{''.join(body)}</body></html>")
 
-# %% ../nbs/09a_view.ipynb #5dc5a568
+# %% ../nbs/09a_view.ipynb #74e6f6bd
 def _summary_html(recs):
     "Counts per task and outcome (each a link that filters the list), then accuracy where the truth is known."
     tasks = sorted({str(r.get("task")) for r in recs})
@@ -173,17 +163,17 @@ def _filters_html(recs):
             '<span id="shown"></span> found · <button id="prev">‹ previous</button> <span id="pg"></span> '
             '<button id="next">next ›</button></div>')
 
-# %% ../nbs/09a_view.ipynb #467f0e5a
+# %% ../nbs/09a_view.ipynb #0c215725
 ROWS = ("sample_id", "task", "outcome", "truth", "right", "n_tool_calls", "note", "page", "thumb")  # one list per candidate
 PER_PAGE = 100  # rows the index draws at a time; the filter and the search run over all of them
 
 def _row(files, rec, page, out_dir):
-    "One candidate as the index's data: the fields ROWS names; thumb is [url, width, height] or why it is not shown."
+    "One candidate as the index's data: the fields ROWS names; thumb is [its url] or why it is not shown."
     thumb = files.src(rec["overview"], out_dir) if rec.get("overview") else None
     truth = rec.get("truth") if rec.get("truth") in ("YES", "NO") else ""
     return [str(rec["sample_id"]), str(rec.get("task")), OUTCOMES.index(outcome(rec)), truth,
             int(bool(truth) and rec.get("prediction") == truth), rec.get("n_tool_calls") or 0, _note(rec), quote(page),
-            list(thumb) if isinstance(thumb, tuple) else thumb]
+            thumb]
 
 def read_index(path # an index page written by `write_report`
               ) -> list[dict]:
@@ -197,8 +187,8 @@ const R=JSON.parse(document.getElementById('rows').textContent),O=%s,C=%s,PER=%d
 const o=$('o'),t=$('t'),q=$('q'),shown=$('shown'),body=$('body'),pg=$('pg'),hay=R.map(r=>(r[0]+' '+r[1]+' '+r[6]).toLowerCase());
 let hits=[],page=0;
 const esc=s=>String(s).replace(/[&<>"]/g,c=>({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;'}[c]));
-function row(r){const th=Array.isArray(r[8])?`<a href="${r[7]}"><img class="thumb" loading="lazy" src="${r[8][0]}" width="${r[8][1]}"`
-+` height="${r[8][2]}" alt=""></a>`:(r[8]?`<span class="err">${esc(r[8])}</span>`:''),
+function row(r){const th=Array.isArray(r[8])?`<a href="${r[7]}"><img class="thumb" loading="lazy" src="${r[8][0]}" alt=""></a>`
+:(r[8]?`<span class="err">${esc(r[8])}</span>`:''),
 mark=r[3]?` <span class="${r[4]?'right':'wrong'}">${r[4]?'✓':'✗'} truth ${r[3]}</span>`:'';
 return `<tr data-o="${O[r[2]]}" data-t="${esc(r[1])}"><td>${th}</td><td><a href="${r[7]}">${esc(r[0])}</a></td><td>${esc(r[1])}</td>`
 +`<td><span class="badge ${C[r[2]]}">${O[r[2]]}</span>${mark}</td><td>${r[5]}</td><td>${esc(r[6])}</td></tr>`}
