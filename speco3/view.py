@@ -14,7 +14,7 @@ from .agent import read_trajectories, _folder
 # %% auto #0
 __all__ = ['OUTCOMES', 'ROWS', 'PER_PAGE', 'outcome', 'triage_order', 'zoom_caption', 'read_index', 'write_report']
 
-# %% ../nbs/09a_view.ipynb #ec17c9ca
+# %% ../nbs/09a_view.ipynb #282073df
 OUTCOMES = ("YES", "cannot judge", "NO", "no verdict", "failed")  # the report's order: what a person looks at first
 _FAILED = ("read_error", "policy_error")
 
@@ -32,12 +32,15 @@ def triage_order(recs # trajectory records
 
 # %% ../nbs/09a_view.ipynb #50048cb3
 _CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:1.5em auto;max-width:1200px;color:#222;
-line-height:1.4;padding:0 1em}h1{font-size:1.5em}table{border-collapse:collapse}
+body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:1.5em auto;max-width:1200px;
+color:#222;line-height:1.4;padding:0 1em}h1{font-size:1.5em}table{border-collapse:collapse}
 td,th{padding:3px 10px;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}
-.badge{display:inline-block;border-radius:4px;padding:0 7px;font-size:.85em;color:#fff;white-space:nowrap;font-weight:600}
-.o-yes{background:#2e7d32}.o-cj{background:#e08600}.o-no{background:#5c6b7a}.o-nv{background:#8e44ad}.o-fail{background:#c62828}
-.right{color:#2e7d32}.wrong{color:#c62828;font-weight:600}.thumb{width:150px;height:90px;object-fit:contain;border:1px solid #eee}
+.badge{display:inline-block;border-radius:4px;padding:0 7px;font-size:.85em;color:#fff;white-space:nowrap;
+font-weight:600}
+.o-yes{background:#2e7d32}.o-cj{background:#e08600}.o-no{background:#5c6b7a}.o-nv{background:#8e44ad}
+.o-fail{background:#c62828}
+.right{color:#2e7d32}.wrong{color:#c62828;font-weight:600}
+.thumb{width:150px;height:90px;object-fit:contain;border:1px solid #eee}
 #filters{position:sticky;top:0;background:#fff;padding:.5em 0;border-bottom:1px solid #ccc}#filters input{width:22em}
 .turn{border-left:3px solid #1f4e9c;margin:.8em 0;padding-left:.8em}.tool{border-left-color:#ef6c00}
 pre{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;padding:.5em;border-radius:4px;margin:.3em 0}
@@ -55,10 +58,11 @@ def _badge(rec):
         mark = f' <span class="{"right" if ok else "wrong"}">{"✓" if ok else "✗"} truth {truth}</span>'
     return f'<span class="badge {_CLASS[o]}">{html.escape(o)}</span>{mark}'
 
-# %% ../nbs/09a_view.ipynb #9a2c2643
+# %% ../nbs/09a_view.ipynb #7e0f939d
 class _Files:
-    "The images a report may show: a record's path, links resolved, must name a .png file inside `root`; each is checked once."
-    def __init__(self, run_dir, root): self.base, self.root, self.dirs, self.seen = Path(run_dir), Path(root).resolve(), {}, {}
+    "The images a report may show: a record's path, links resolved, must name a .png file inside `root`; checked once."
+    def __init__(self, run_dir, root):
+        self.base, self.root, self.dirs, self.seen = Path(run_dir), Path(root).resolve(), {}, {}
 
     def check(self, ref):
         "The file, or a one-line reason it is not shown."
@@ -78,7 +82,8 @@ class _Files:
     def src(self, ref, page_dir):
         "[the relative URL of the image from `page_dir`], or the reason it is not shown."
         got = self.check(ref)
-        return got if isinstance(got, str) else [quote(os.path.relpath(got, Path(page_dir).resolve()).replace(os.sep, "/"))]
+        if isinstance(got, str): return got
+        return [quote(os.path.relpath(got, Path(page_dir).resolve()).replace(os.sep, "/"))]
 
 def _img(files, ref, page_dir):
     "An <img> linking (relative URL) to the record's PNG when it may be shown, else a note why not."
@@ -91,7 +96,7 @@ def _img(files, ref, page_dir):
 def zoom_caption(call, # the tool call as recorded: {name, arguments, error}
                  result # its result as recorded: {text, ok, window, image}
                 ) -> str:
-    "The title a person sees over a zoom: the label the policy gave and the window drawn, e.g. 'H-alpha · λ 6480–6650 Å'."
+    "The title a person sees over a zoom: the policy's label and the window drawn, e.g. 'H-alpha · λ 6480–6650 Å'."
     args = call.get("arguments") if isinstance(call, dict) else None
     label = args.get("label") if isinstance(args, dict) and isinstance(args.get("label"), str) else ""
     win = result.get("window") or (args.get("wavelength_range") if isinstance(args, dict) else None)
@@ -105,14 +110,17 @@ def _turns_html(files, rec, page_dir):
     if rec.get("overview"): out.append("<figure><figcaption>Overview (shown first)</figcaption>"
                                        f"{_img(files, rec['overview'], page_dir)}</figure>")
     for i, turn in enumerate(rec.get("turns") or []):
-        out.append(f'<div class="turn"><b>assistant, turn {i + 1}</b><pre>{html.escape(str(turn.get("text", "")))}</pre></div>')
+        said = html.escape(str(turn.get("text", "")))
+        out.append(f'<div class="turn"><b>assistant, turn {i + 1}</b><pre>{said}</pre></div>')
         calls = turn.get("tool_calls") or []
         for j, res in enumerate(turn.get("results") or []):
             fig = ""
             if res.get("image"):
                 cap = zoom_caption(calls[j] if j < len(calls) else {}, res)
-                fig = f'<figure><figcaption>{html.escape(cap)}</figcaption>{_img(files, res["image"], page_dir)}</figure>'
-            out.append(f'<div class="turn tool"><b>tool</b><pre>{html.escape(str(res.get("text", "")))}</pre>{fig}</div>')
+                fig = f'<figure><figcaption>{html.escape(cap)}</figcaption>{_img(files, res["image"], page_dir)}'
+                fig += '</figure>'
+            said = html.escape(str(res.get("text", "")))
+            out.append(f'<div class="turn tool"><b>tool</b><pre>{said}</pre>{fig}</div>')
     return "".join(out)
 
 def _note(rec):
@@ -121,10 +129,11 @@ def _note(rec):
     if rec.get("error"): return str(rec["error"])
     labels = [c.get("arguments", {}).get("label") for t in rec.get("turns") or [] for c in t.get("tool_calls") or []
               if isinstance(c, dict) and isinstance(c.get("arguments"), dict)]
-    return "zooms: " + ", ".join(l for l in labels if isinstance(l, str)) if any(isinstance(l, str) for l in labels) else ""
+    labels = [l for l in labels if isinstance(l, str)]
+    return "zooms: " + ", ".join(labels) if labels else ""
 
 def _detail_page(files, rec, page_dir, nav):
-    "One candidate's page: verdict, reasons, the trajectory with its images; links back to the index and along the list."
+    "One candidate's page: verdict, reasons, the trajectory with its images; links to the index and along the list."
     sid = html.escape(str(rec["sample_id"]))
     head = (f'<h1>{sid} — task {html.escape(str(rec.get("task")))} {_badge(rec)}</h1><p>{nav}</p>'
             f'<p>{html.escape(str(rec.get("status", "")))}, {rec.get("n_tool_calls", 0)} tool calls</p>')
@@ -136,35 +145,39 @@ def _detail_page(files, rec, page_dir, nav):
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{sid}</title><style>{_CSS}</style></head>"
             f"<body>{''.join(body)}</body></html>")
 
-# %% ../nbs/09a_view.ipynb #74e6f6bd
+# %% ../nbs/09a_view.ipynb #60f58347
 def _summary_html(recs):
     "Counts per task and outcome (each a link that filters the list), then accuracy where the truth is known."
     tasks = sorted({str(r.get("task")) for r in recs})
     n = Counter((str(r.get("task")), outcome(r)) for r in recs)
-    def cell(t, o, k): return f'<td><a href="#list" data-t="{html.escape(t)}" data-o="{html.escape(o)}">{k}</a></td>' if k else "<td>0</td>"
+    def cell(t, o, k):
+        if not k: return "<td>0</td>"
+        return f'<td><a href="#list" data-t="{html.escape(t)}" data-o="{html.escape(o)}">{k}</a></td>'
     head = "<tr><th>task</th>" + "".join(f"<th>{o}</th>" for o in OUTCOMES) + "<th>all</th></tr>"
     rows = ["<tr><th>" + html.escape(t) + "</th>" + "".join(cell(t, o, n[t, o]) for o in OUTCOMES)
             + cell(t, "", sum(n[t, o] for o in OUTCOMES)) + "</tr>" for t in tasks]
-    total = "<tr><th>all</th>" + "".join(cell("", o, sum(n[t, o] for t in tasks)) for o in OUTCOMES) + cell("", "", len(recs)) + "</tr>"
+    total = ("<tr><th>all</th>" + "".join(cell("", o, sum(n[t, o] for t in tasks)) for o in OUTCOMES)
+             + cell("", "", len(recs)) + "</tr>")
     scored = [r for r in recs if r.get("truth") in ("YES", "NO") and outcome(r) in ("YES", "NO", "no verdict")]
     right = sum(r.get("prediction") == r["truth"] for r in scored)
     acc = f"{right / len(scored):.3f} ({right}/{len(scored)})" if scored else "—"
     calls = sum(r.get("n_tool_calls") or 0 for r in recs) / max(len(recs), 1)
-    return (f'<table id="summary">{head}{"".join(rows)}{total}</table><p>accuracy where the truth is known (cannot judge and '
-            f'failed left out): {acc}; mean tool calls {calls:.2f}</p>')
+    return (f'<table id="summary">{head}{"".join(rows)}{total}</table><p>accuracy where the truth is known '
+            f'(cannot judge and failed left out): {acc}; mean tool calls {calls:.2f}</p>')
 
 def _filters_html(recs):
     "The outcome and task filters, the search box and the pager (the script `_JS` draws the list)."
     opt = lambda v, text: f'<option value="{html.escape(v)}">{html.escape(text)}</option>'
     outs = opt("", "every outcome") + "".join(opt(o, o) for o in OUTCOMES)
     tasks = opt("", "every task") + "".join(opt(t, t) for t in sorted({str(r.get("task")) for r in recs}))
-    return (f'<div id="filters"><select id="o" aria-label="outcome">{outs}</select> <select id="t" aria-label="task">{tasks}'
-            '</select> <input id="q" type="search" placeholder="search ids, reasons, zoom labels" aria-label="search"> '
+    return (f'<div id="filters"><select id="o" aria-label="outcome">{outs}</select> '
+            f'<select id="t" aria-label="task">{tasks}</select> '
+            '<input id="q" type="search" placeholder="search ids, reasons, zoom labels" aria-label="search"> '
             '<span id="shown"></span> found · <button id="prev">‹ previous</button> <span id="pg"></span> '
             '<button id="next">next ›</button></div>')
 
-# %% ../nbs/09a_view.ipynb #0c215725
-ROWS = ("sample_id", "task", "outcome", "truth", "right", "n_tool_calls", "note", "page", "thumb")  # one list per candidate
+# %% ../nbs/09a_view.ipynb #b25e4163
+ROWS = ("sample_id", "task", "outcome", "truth", "right", "n_tool_calls", "note", "page", "thumb")  # a list a candidate
 PER_PAGE = 100  # rows the index draws at a time; the filter and the search run over all of them
 
 def _row(files, rec, page, out_dir):
@@ -184,14 +197,17 @@ def read_index(path # an index page written by `write_report`
 
 _JS = """
 const R=JSON.parse(document.getElementById('rows').textContent),O=%s,C=%s,PER=%d,$=i=>document.getElementById(i);
-const o=$('o'),t=$('t'),q=$('q'),shown=$('shown'),body=$('body'),pg=$('pg'),hay=R.map(r=>(r[0]+' '+r[1]+' '+r[6]).toLowerCase());
+const o=$('o'),t=$('t'),q=$('q'),shown=$('shown'),body=$('body'),pg=$('pg');
+const hay=R.map(r=>(r[0]+' '+r[1]+' '+r[6]).toLowerCase());
 let hits=[],page=0;
 const esc=s=>String(s).replace(/[&<>"]/g,c=>({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;'}[c]));
-function row(r){const th=Array.isArray(r[8])?`<a href="${r[7]}"><img class="thumb" loading="lazy" src="${r[8][0]}" alt=""></a>`
+function row(r){const th=Array.isArray(r[8])
+?`<a href="${r[7]}"><img class="thumb" loading="lazy" src="${r[8][0]}" alt=""></a>`
 :(r[8]?`<span class="err">${esc(r[8])}</span>`:''),
 mark=r[3]?` <span class="${r[4]?'right':'wrong'}">${r[4]?'✓':'✗'} truth ${r[3]}</span>`:'';
-return `<tr data-o="${O[r[2]]}" data-t="${esc(r[1])}"><td>${th}</td><td><a href="${r[7]}">${esc(r[0])}</a></td><td>${esc(r[1])}</td>`
-+`<td><span class="badge ${C[r[2]]}">${O[r[2]]}</span>${mark}</td><td>${r[5]}</td><td>${esc(r[6])}</td></tr>`}
+return `<tr data-o="${O[r[2]]}" data-t="${esc(r[1])}"><td>${th}</td><td><a href="${r[7]}">${esc(r[0])}</a></td>`
++`<td>${esc(r[1])}</td>
+<td><span class="badge ${C[r[2]]}">${O[r[2]]}</span>${mark}</td><td>${r[5]}</td><td>${esc(r[6])}</td></tr>`}
 function draw(){const n=Math.max(1,Math.ceil(hits.length/PER));page=Math.max(0,Math.min(page,n-1));
 body.innerHTML=hits.slice(page*PER,(page+1)*PER).map(i=>row(R[i])).join('');shown.textContent=hits.length;
 pg.textContent=`page ${page+1} of ${n}`;$('prev').disabled=page==0;$('next').disabled=page>=n-1}
@@ -199,7 +215,8 @@ function apply(){const ov=o.value,tv=t.value,qv=q.value.trim().toLowerCase();hit
 R.forEach((r,i)=>{if((!ov||O[r[2]]===ov)&&(!tv||r[1]===tv)&&(!qv||hay[i].includes(qv)))hits.push(i)});page=0;draw()}
 for(const e of [o,t,q])e.addEventListener('input',apply);
 $('prev').onclick=()=>{page--;draw()};$('next').onclick=()=>{page++;draw()};
-for(const a of document.querySelectorAll('#summary a'))a.addEventListener('click',()=>{o.value=a.dataset.o;t.value=a.dataset.t;q.value='';apply()});
+for(const a of document.querySelectorAll('#summary a'))
+a.addEventListener('click',()=>{o.value=a.dataset.o;t.value=a.dataset.t;q.value='';apply()});
 apply();
 """ % (json.dumps(OUTCOMES), json.dumps([_CLASS[o] for o in OUTCOMES]), PER_PAGE)
 
@@ -211,20 +228,22 @@ def _write_pages(files, shown, pages, out):
     for old in set(p.name for p in pages.glob("*.html")) - set(names): (pages / old).unlink()
     index = quote(os.path.relpath(out.resolve(), pages.resolve()).replace(os.sep, "/"))
     for i, (rec, name) in enumerate(zip(shown, names)):
-        nav = " · ".join([*([f'<a href="{quote(names[i - 1])}">← previous</a>'] if i else []), f'<a href="{index}">index</a>',
+        nav = " · ".join([*([f'<a href="{quote(names[i - 1])}">← previous</a>'] if i else []),
+                          f'<a href="{index}">index</a>',
                           *([f'<a href="{quote(names[i + 1])}">next →</a>'] if i + 1 < len(names) else [])])
         (pages / name).write_text(_detail_page(files, rec, pages, nav), encoding="utf-8")
     return [f"{pages.name}/{n}" for n in names]
 
 def write_report(run_dir, # a folder written by `speco3.agent.run` (trajectories.jsonl, images/)
-                 out=None, # the index page to write (default: run_dir/report.html); the pages go beside it in <name>_files/
-                 max_samples=None, # list only the first N candidates in triage order (YES first); the summary counts all
+                 out=None, # the index page (default: run_dir/report.html); the pages go beside it, in <name>_files/
+                 max_samples=None, # list only the first N candidates in triage order (YES first); the summary has all
                  root=None # the folder every image must lie in (default: run_dir); images elsewhere are not shown
                 ) -> Path:
-    "Write a run's triage report: an index (summary, filters, every candidate in triage order) and a page per candidate."
+    "Write a run's triage report: an index (summary, filters, the candidates in triage order) and a page per candidate."
     run_dir = Path(run_dir)
     jsonl = run_dir / "trajectories.jsonl"
-    if not jsonl.exists(): raise FileNotFoundError(f"{run_dir}: no trajectories.jsonl here; is this a `speco3 vet` run folder?")
+    if not jsonl.exists():
+        raise FileNotFoundError(f"{run_dir}: no trajectories.jsonl here; is this a `speco3 vet` run folder?")
     recs = read_trajectories(run_dir)  # the agent's reader: a torn line is skipped with a warning naming it
     summary = json.loads((run_dir / "summary.json").read_text()) if (run_dir / "summary.json").exists() else {}
     policy = (recs[0].get("policy") if recs else None) or summary.get("policy") or {}
@@ -233,13 +252,16 @@ def write_report(run_dir, # a folder written by `speco3.agent.run` (trajectories
     out = Path(out) if out else run_dir / "report.html"
     out.parent.mkdir(parents=True, exist_ok=True)
     links = _write_pages(files, shown, out.with_name(out.stem + "_files"), out)
-    rows = json.dumps([_row(files, r, p, out.parent) for r, p in zip(shown, links)], ensure_ascii=False).replace("<", "\\u003c")
-    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{_CSS}</style></head>"
-            f"<body><h1>{html.escape(title)}</h1><p><code>{html.escape(json.dumps(policy))}</code></p>{_summary_html(recs)}"
+    rows = [_row(files, r, p, out.parent) for r, p in zip(shown, links)]
+    rows = json.dumps(rows, ensure_ascii=False).replace("<", "\\u003c")  # no "</script>" inside the data
+    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>"
+            f"<p><code>{html.escape(json.dumps(policy))}</code></p>{_summary_html(recs)}"
             f"<h2>Candidates ({len(shown)} of {len(recs)} listed, YES first)</h2>{_filters_html(recs)}"
-            "<noscript><p>The list needs JavaScript; each candidate's page is in the folder beside this file.</p></noscript>"
-            '<table id="list"><thead><tr><th></th><th>sample</th><th>task</th><th>outcome</th><th>tool calls</th><th>note</th>'
-            f'</tr></thead><tbody id="body"></tbody></table><script id="rows" type="application/json">{rows}</script>'
+            "<noscript><p>The list needs JavaScript; each candidate's page is in the folder beside this file.</p>"
+            '</noscript><table id="list"><thead><tr><th></th><th>sample</th><th>task</th><th>outcome</th>'
+            '<th>tool calls</th><th>note</th></tr></thead><tbody id="body"></tbody></table>'
+            f'<script id="rows" type="application/json">{rows}</script>'
             f"<script>{_JS}</script></body></html>")
     atomic_write(out, page)
     return out
