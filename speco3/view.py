@@ -14,7 +14,7 @@ from .agent import read_trajectories, _folder
 # %% auto #0
 __all__ = ['OUTCOMES', 'ROWS', 'PER_PAGE', 'outcome', 'triage_order', 'zoom_caption', 'read_index', 'write_report']
 
-# %% ../nbs/09a_view.ipynb #282073df
+# %% ../nbs/09a_view.ipynb #17a65b27
 OUTCOMES = ("YES", "cannot judge", "NO", "no verdict", "failed")  # the report's order: what a person looks at first
 _FAILED = ("read_error", "policy_error")
 
@@ -58,7 +58,7 @@ def _badge(rec):
         mark = f' <span class="{"right" if ok else "wrong"}">{"✓" if ok else "✗"} truth {truth}</span>'
     return f'<span class="badge {_CLASS[o]}">{html.escape(o)}</span>{mark}'
 
-# %% ../nbs/09a_view.ipynb #7e0f939d
+# %% ../nbs/09a_view.ipynb #a85c2a35
 class _Files:
     "The images a report may show: a record's path, links resolved, must name a .png file inside `root`; checked once."
     def __init__(self, run_dir, root):
@@ -145,7 +145,7 @@ def _detail_page(files, rec, page_dir, nav):
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{sid}</title><style>{_CSS}</style></head>"
             f"<body>{''.join(body)}</body></html>")
 
-# %% ../nbs/09a_view.ipynb #60f58347
+# %% ../nbs/09a_view.ipynb #7602eb83
 def _summary_html(recs):
     "Counts per task and outcome (each a link that filters the list), then accuracy where the truth is known."
     tasks = sorted({str(r.get("task")) for r in recs})
@@ -176,7 +176,7 @@ def _filters_html(recs):
             '<span id="shown"></span> found · <button id="prev">‹ previous</button> <span id="pg"></span> '
             '<button id="next">next ›</button></div>')
 
-# %% ../nbs/09a_view.ipynb #b25e4163
+# %% ../nbs/09a_view.ipynb #753a524c
 ROWS = ("sample_id", "task", "outcome", "truth", "right", "n_tool_calls", "note", "page", "thumb")  # a list a candidate
 PER_PAGE = 100  # rows the index draws at a time; the filter and the search run over all of them
 
