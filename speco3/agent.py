@@ -389,7 +389,7 @@ def _claim(out, config, restart):
     "Make `out` (locked by the caller) the folder of a run with `config`; one made for another run is refused, or emptied when `restart`."
     if restart:
         for name in _OUTPUTS: (out / name).unlink(missing_ok=True)
-        shutil.rmtree(out / "images", ignore_errors=True)
+        for folder in ("images", "report_files"): shutil.rmtree(out / folder, ignore_errors=True)
     path = out / "run_config.json"
     old = json.loads(path.read_text()) if path.exists() else None
     if old is not None and old != config:

@@ -4,7 +4,7 @@
 
 # %% ../nbs/91_cli.ipynb #f50ec2cd
 from __future__ import annotations
-import argparse, json, sys
+import argparse, json, re, shutil, sys
 from collections import Counter
 from pathlib import Path
 from .profiles import PROFILES
@@ -77,13 +77,24 @@ def _vet(a):
     items = _vet_items(a)
     kw = _policy_options(a)
     policy = make_policy(a.policy, **kw)
+    fresh = not Path(a.out).exists() or not any(Path(a.out).iterdir())  # made by this command: removed again if it reads nothing
     batch = max(a.batch_size, a.concurrency or 0)  # a batch holds at least --concurrency samples, so that many requests can be in flight
     opts = dict(task=a.task, batch_size=batch, worker_policy=partial(make_policy, a.policy, **kw), progress=not a.quiet,
                 style=a.style, max_tool_calls=a.max_tool_calls, restart=a.restart, skip_failed=a.skip_failed,
                 judge_check=not a.no_judge_check)
     summary = _on_cluster(items, policy, a, opts) if a.cluster else run(items, policy, a.out, jobs=a.jobs, **opts)
+    if summary.get("n_resumed"):
+        print(f"resumed the run in {a.out}: {summary['n_resumed']} of {summary['n_samples']} samples were vetted before and kept "
+              "(--restart starts over)")
     _write_tables(a.out)
-    return _closing(a.out, {sample_id(i) for i in items}, summary.get("n_retried", 0))
+    code = _closing(a.out, {sample_id(i) for i in items}, summary.get("n_retried", 0))
+    if fresh and _read_nothing(a.out): shutil.rmtree(a.out)  # no empty run folder left behind; stderr said why
+    return code
+
+def _read_nothing(run_dir):
+    "True when every record of the run folder is an unreadable input (nothing in it to keep)."
+    from speco3.agent import read_trajectories
+    return all(r.get("status") == "read_error" for r in read_trajectories(run_dir))
 
 # %% ../nbs/91_cli.ipynb #daa0b694
 def _write_tables(run_dir): # a `speco3 vet` run folder
@@ -131,7 +142,27 @@ def _closing(run_dir, # the run folder
     return 1
 
 # %% ../nbs/91_cli.ipynb #0d0cfac5
+def _exists(flag, path):
+    "Refuse a path that does not exist, naming its flag."
+    if not Path(path).exists(): raise FileNotFoundError(f"{flag} {path}: no such file or folder")
+
+def _model_ref(flag, ref):
+    "Refuse a model that is neither an existing folder nor a hub id (owner/name whose owner is no local folder)."
+    if Path(ref).exists(): return
+    if re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", ref) and not Path(ref.split("/")[0]).is_dir(): return
+    raise FileNotFoundError(f"{flag} {ref}: no such folder, and not a hub id (owner/name)")
+
+def _check_train(a):
+    "What `train` checks before it imports torch: the paths it reads, --out not a file, --init where the profile needs it."
+    _exists("--data", a.data)
+    if Path(a.out).is_file(): raise FileExistsError(f"--out {a.out} is a file; give a run folder")
+    for flag in ("--init", "--model"):
+        if ref := getattr(a, flag[2:], None): _model_ref(flag, ref)
+    if a.action == "grpo" and a.init is None and a.profile == "cpu":
+        raise ValueError("--init is required with --profile cpu: the SFT run folder (speco3 train sft --out FOLDER) or a model folder")
+
 def _train_sft(a):
+    _check_train(a)
     from speco3.sft import train_sft
     res = train_sft(a.data, a.out, profile=a.profile, model=a.model, lora=a.lora, resume=not a.restart, seed=a.seed,
                     progress=not a.quiet, processes=a.processes)
@@ -143,6 +174,7 @@ def _export_verl(a):
                       gpus_per_node=a.gpus_per_node, style=a.style, overwrite=a.overwrite))
 
 def _train_grpo(a):
+    _check_train(a)
     from speco3.grpo import train_grpo
     res = train_grpo(a.data, a.out, init=a.init, profile=a.profile, seed=a.seed, resume=not a.restart, progress=not a.quiet,
                      processes=a.processes)
@@ -162,6 +194,10 @@ def _at_least(low):
         return n
     return parse
 
+def _named(sub):
+    "Let argparse name the subcommands (`{sft,grpo}`) when none is given, rather than the bare `action`."
+    sub.metavar = "{" + ",".join(sub.choices) + "}"
+
 def _positive(text):
     "An argparse type: a number > 0."
     try: x = float(text)
@@ -178,20 +214,22 @@ def _add_bench(sub):
     b.add_argument("--seed", type=int, default=0, help="random seed (same seed, same bytes)")
     b.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
-    b.set_defaults(run=_bench_build)
+    b.set_defaults(run=_bench_build); _named(bench)
 
 # %% ../nbs/91_cli.ipynb #e95d406b
 def _add_vet(sub):
     from speco3.tasks import PAPER_TASKS, OOD_TASKS
     from speco3.render import STYLES
-    from speco3.prompts import MAX_TOOL_CALLS
+    from speco3.prompts import MAX_TOOL_CALLS, TASKS
     from speco3.agent import BATCH_SIZE
     from speco3.remote import TIMEOUT, MAX_RETRIES
     v = sub.add_parser("vet", help="vet spectra (files, a SpecVI-Bench folder or parquet file) with a policy")
     v.add_argument("inputs", nargs="*", help="spectrum files, or one benchmark folder / parquet file")
     v.add_argument("--manifest", metavar="LIST", help="a text file of paths (one a line), a parquet table with a 'path' column, "
                    "or a folder to walk; read as a stream, for lists too long for the command line")
-    v.add_argument("--task", choices=PAPER_TASKS + OOD_TASKS, help="task key; benchmark rows carry their own")
+    keys = "; ".join(f"{k} ({TASKS[k].name})" for k in PAPER_TASKS + OOD_TASKS)
+    v.add_argument("--task", choices=PAPER_TASKS + OOD_TASKS, metavar="KEY",
+                   help=f"the question asked: {keys}; benchmark rows carry their own")
     v.add_argument("--split", help="for a benchmark folder: train or test")
     v.add_argument("--policy", default="scripted", help="scripted | openai:<model> | <model folder or hub id> (default: scripted)")
     v.add_argument("--out", required=True, help="run folder (resumes a run with the same settings if it exists)")
@@ -232,14 +270,15 @@ def _add_train(sub):
     t.set_defaults(run=_train_sft)
     g = train.add_parser("grpo", help="GRPO with multi-turn image tool calls (TRL GRPOTrainer)")
     g.add_argument("--profile", choices=PROFILES, default="cpu", help="training settings (default: cpu, the tiny model)")
-    g.add_argument("--init", help="an SFT run folder (its model/) or a model folder / hub id; required except for smoke")
+    g.add_argument("--init", help="the SFT run folder (its model/) or a model folder / hub id; required with --profile cpu "
+                   "(gpu and paper start from the profile's hub model without it, smoke from a random tiny model)")
     g.add_argument("--data", required=True, help="a SpecVI-Bench folder (its train split of the five tasks is used)")
     g.add_argument("--out", required=True, help="run folder: checkpoints, model/, reward curve (resumes if it exists)")
     g.add_argument("--seed", type=int, default=0); g.add_argument("--quiet", action="store_true")
     g.add_argument("--restart", action="store_true", help="do not resume from checkpoints in --out")
     g.add_argument("--processes", type=_at_least(1), default=1, help="train in N processes with accelerate launch (one model per "
                    "process; questions and rollouts per step stay the profile's); logs in OUT/launch/rank<N>.log")
-    g.set_defaults(run=_train_grpo)
+    g.set_defaults(run=_train_grpo); _named(train)
 
 # %% ../nbs/91_cli.ipynb #dae34f11
 def _add_export(sub):
@@ -252,13 +291,14 @@ def _add_export(sub):
     e.add_argument("--model", help="initial model folder or hub id (default: the profile's)")
     e.add_argument("--nnodes", type=int, default=1); e.add_argument("--gpus-per-node", type=int)
     e.add_argument("--style", choices=list(STYLES), default="spec-o3"); e.add_argument("--overwrite", action="store_true")
-    e.set_defaults(run=_export_verl)
+    e.set_defaults(run=_export_verl); _named(export)
 
 # %% ../nbs/91_cli.ipynb #db82f89e
 def _add_view(sub):
-    w = sub.add_parser("view", help="write a self-contained HTML report of a vet run")
-    w.add_argument("run_dir"); w.add_argument("--out", help="HTML file (default: <run_dir>/report.html)")
-    w.add_argument("--max-samples", type=int, help="show only the first N trajectories")
+    w = sub.add_parser("view", help="write the triage report of a vet run: an index (YES first) and a page per candidate")
+    w.add_argument("run_dir"); w.add_argument("--out", help="the index page (default: <run_dir>/report.html); "
+                                            "a page per candidate goes beside it, in <name>_files/")
+    w.add_argument("--max-samples", type=_at_least(1), help="list only the first N candidates, YES first (the summary counts all)")
     w.set_defaults(run=_view)
 
 # %% ../nbs/91_cli.ipynb #0404b223
@@ -282,6 +322,7 @@ def _parser():
     p = argparse.ArgumentParser(prog="speco3", description="Spec-o3 companion: benchmark, vetting and training tools.")
     sub = p.add_subparsers(dest="command", required=True)
     for add in (_add_bench, _add_vet, _add_train, _add_export, _add_view, _add_tiny): add(sub)
+    _named(sub)
     return p
 
 # %% ../nbs/91_cli.ipynb #410c359b

@@ -491,7 +491,7 @@ def _review_view(run_dir, recs, out):
             r = {**r, "overview": up(r.get("overview")),
                  "turns": [{**t, "results": [{**x, "image": up(x.get("image"))} for x in t.get("results", [])]} for t in r["turns"]]}
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
-    return write_report(sub, out=out)
+    return write_report(sub, out=out, root=run_dir)  # images are the run's (../images)
 
 def export_review(run_dir, # the draft run folder
                   records=None, # drafts to submit for review (e.g. the records `qc` kept); None: only re-export

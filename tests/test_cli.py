@@ -1,6 +1,6 @@
 """`speco3 vet` from the command line: bad options refused before any work, unreadable inputs listed with their
 reason, a closing summary, multi-target files, and run folders that belong to one run. Scripted policy, fast style."""
-import json
+import json, subprocess, sys
 
 import pytest
 
@@ -45,6 +45,14 @@ def test_unreadable_inputs_are_listed_and_nothing_vetted_fails(tmp_path, capsys)
     assert f"speco3 vet: unreadable: {missing}: no such file" in lines
     assert lines[-1] == "speco3 vet: nothing could be vetted"
     assert out.startswith("vetted 0 of 3: 0 YES, 0 NO, 0 without a verdict; 3 unreadable")
+    assert not (tmp_path / "run").exists()                                   # no empty run folder left behind
+
+
+def test_a_folder_made_before_stays_when_nothing_is_read(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir(); (run / "notes.txt").write_text("mine\n")
+    assert vet(tmp_path / "missing.fits", "--task", "cv", "--out", run, "--quiet") == 1
+    assert (run / "notes.txt").read_text() == "mine\n" and (run / "trajectories.jsonl").exists()
 
 
 def test_good_files_are_vetted_and_bad_ones_listed(tmp_path, capsys):
@@ -90,8 +98,53 @@ def test_a_run_folder_belongs_to_one_run(tmp_path, capsys):
     assert err == (f'speco3 vet: {run}: this run folder was made for task="cv", not task="wd"; '
                    "use another folder, or restart (--restart) to empty it")
     assert json.loads((run / "run_config.json").read_text())["task"] == "cv"
-    assert vet(LAMOST, "--task", "cv", "--out", run, "--quiet") == 0        # same settings: resumes
+    assert vet(LAMOST, "--task", "cv", "--out", run, "--quiet") == 0        # same settings: resumes, and says so
+    assert capsys.readouterr().out.startswith(f"resumed the run in {run}: 1 of 1 samples were vetted before and kept")
     assert vet(LAMOST, "--task", "wd", "--out", run, "--restart", "--quiet") == 0
     recs = [json.loads(l) for l in (run / "trajectories.jsonl").read_text().splitlines()]
     assert [r["task"] for r in recs] == ["wd"]
     assert json.loads((run / "run_config.json").read_text())["task"] == "wd"
+
+
+def _train(*args):
+    "Run `speco3 train ...` in a fresh interpreter; (exit status, stderr, whether torch got imported)."
+    code = ("import sys; from speco3.cli import main; rc = main(sys.argv[1:]); "
+            "print('TORCH' if 'torch' in sys.modules else 'NO-TORCH', file=sys.stderr); sys.exit(rc)")
+    p = subprocess.run([sys.executable, "-c", code, "train", *map(str, args)], capture_output=True, text=True, timeout=120)
+    return p.returncode, p.stderr
+
+
+def test_train_names_its_subcommands(tmp_path):
+    rc, err = _train()
+    assert rc == 2 and "the following arguments are required: {sft,grpo}" in err
+
+
+@pytest.mark.parametrize("args, said", [
+    (["grpo", "--data", "{d}", "--out", "{d}/run"], "speco3 train: --init is required with --profile cpu"),
+    (["grpo", "--data", "{d}/nope", "--out", "{d}/run", "--init", "{d}"], "speco3 train: --data {d}/nope: no such file or folder"),
+    (["sft", "--data", "{d}", "--out", "{d}/run", "--model", "{d}/typo"], "speco3 train: --model {d}/typo: no such folder"),
+    (["grpo", "--data", "{d}", "--out", "{d}/file.txt", "--init", "{d}"], "speco3 train: --out {d}/file.txt is a file")])
+def test_train_fails_fast_on_bad_paths_without_torch(tmp_path, args, said):
+    (tmp_path / "file.txt").write_text("x\n")
+    rc, err = _train(*(a.format(d=tmp_path) for a in args))
+    assert rc == 1 and said.format(d=tmp_path) in err and "NO-TORCH" in err, err
+
+
+def test_a_local_looking_init_is_not_taken_for_a_hub_id(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    rc, err = _train("grpo", "--data", ".", "--out", "out", "--init", "runs/sft")
+    assert rc == 1 and "--init runs/sft: no such folder, and not a hub id" in err
+
+
+def test_init_rule_is_the_grpo_profiles(tmp_path):
+    "The CLI asks for --init exactly where speco3.grpo's profiles need one (it checks without importing them)."
+    pytest.importorskip("trl", reason="trl is not installed (pip install 'speco3[train]')")
+    from speco3.grpo import PROFILES
+    assert {k for k, p in PROFILES.items() if p.needs_init} == {"cpu"}
+
+
+def test_vet_help_lists_the_task_keys(capsys):
+    assert main(["vet", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())   # argparse wraps the help at the terminal's width
+    assert all(k in out for k in ("cv (cataclysmic variable)", "wd (white dwarf)", "qso (quasar)", "ostar (O-type star)"))

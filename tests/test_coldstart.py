@@ -201,7 +201,10 @@ def test_export_review_sheet_and_html(review_run):
     assert (r["state"], r["revision"], r["reviewer"], r["vote"]) == ("draft", "0", "", "")
     assert r["text"].count("--- tool: Generated spectral visualization") == 1 and "<answer>" in r["text"]
     html = (run / "review.html").read_text()
-    assert html.count("<details>") == 4 and html.count("data:image/png;base64,") == 8  # overview + zoom each
+    from speco3.view import read_index
+    assert len(rows := read_index(run / "review.html")) == 4 and all(isinstance(r["thumb"], list) for r in rows)  # a thumbnail each
+    pages = list((run / "review_files").glob("*.html"))
+    assert len(pages) == 4 and sum(p.read_text().count("<img") for p in pages) == 8  # overview + zoom each
     assert set(cs.review_status(run).state) == {"draft"}
 
 

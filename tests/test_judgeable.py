@@ -16,7 +16,7 @@ from speco3.io import to_specvi_row
 from speco3.judgeable import judge_checks
 from speco3.metrics import read_predictions
 from speco3.simulate import simulate
-from speco3.view import write_report
+from speco3.view import write_report, read_index
 
 FAST = ["--policy", "scripted", "--style", "fast", "--quiet"]
 CV = simulate("cv_dn", 1, "lamost", snr=30, seed=1)[0]   # a dwarf nova the scripted expert calls YES
@@ -87,8 +87,11 @@ def test_cannot_judge_shows_in_every_output(vetted):
     assert metrics["summary"]["n"] == 1   # only the good spectrum is scored; the seven are left out, not counted NO
     assert metrics["left_out"]["by_reason"] == {"cannot judge": 7}
     assert {r["sample_id"] for r in metrics["left_out"]["rows"]} == set(HOSTILE)
-    page = write_report(d / "run").read_text()
-    assert "Cannot judge: flux is zero everywhere" in page and "cannot_judge" in page
+    index = write_report(d / "run")
+    rows = {r["sample_id"]: r for r in read_index(index)}
+    assert rows["zero"]["outcome"] == "cannot judge" and "flux is zero everywhere" in rows["zero"]["note"]
+    assert [r["outcome"] for r in read_index(index)][:8] == ["YES"] * (rows["good"]["outcome"] == "YES") + ["cannot judge"] * 7 + (
+        [] if rows["good"]["outcome"] == "YES" else [rows["good"]["outcome"]])   # the seven come before any NO
 
 
 def test_a_resumed_run_does_not_retry_cannot_judge(vetted, capsys):
