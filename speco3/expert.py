@@ -945,7 +945,11 @@ def expert_record(spectrum:Spectrum, # the spectrum (observed frame, with its re
     gaps = data_gaps(spectrum)
     hidden = [TASKS[task].windows[i][2] for i in hidden_windows(task, cov, gaps)]
     return dict(task=task, id=spectrum.meta.get("id"), m=m, covered=cov, decision=decide(task, m, cov), ends=ends, gaps=gaps,
-                hidden=hidden, overview=_overview(m, ends, gaps, hidden))
+                hidden=hidden, overview=_overview(m, ends, gaps, _said(hidden, ends)))
+
+def _said(names, ends=()):
+    "Window names as the overview may write them (before any zoom: no wavelength but the data's ends), each once."
+    return list(dict.fromkeys(_scrub(n, [], ends) for n in names))
 
 def _last_tool_error(ep):
     "The text of the last tool answer when it was an error, else None."
@@ -1112,5 +1116,6 @@ def expert_contradictions(record:dict # an `expert_record` (or the policy's `epi
     if record["gaps"] and "gap" not in record["overview"]:
         out.append(f"the data have {len(record['gaps'])} gap(s) (the widest {max(b - a for a, b in record['gaps']):.0f} Å) "
                    "but the overview does not mention them")
-    out += [f"the gaps hide the {n!r} window but the overview does not name it" for n in record["hidden"] if n not in record["overview"]]
+    out += [f"the gaps hide the {n!r} window but the overview does not name it"
+            for n in _said(record["hidden"], record.get("ends", ())) if n not in record["overview"]]
     return out
