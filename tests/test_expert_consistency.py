@@ -131,3 +131,21 @@ def test_calspec_white_dwarf_bar(real):
     assert len(da) == 20 and len(other) == 61
     assert n_da >= 0.8 * len(da), (n_da, len(da))          # measured: 18 of 20
     assert n_other <= 0.1 * len(other), (n_other, len(other))  # measured: 3 of 61 (two B stars and an sdB called DB)
+
+
+def test_gap_overviews_pass_the_coldstart_wavelength_filter(real):
+    "Trajectories whose overview names gaps cite no wavelength the model could not have seen (speco3.coldstart QC)."
+    from speco3.coldstart import check_draft
+    from speco3.expert import data_gaps
+    from speco3.tool import SpectralVisualizationTool
+    gappy = [s for s in real if data_gaps(s)][:3] + [_masked(_read(K7))]
+    assert len(gappy) == 4
+    for s in gappy:
+        rng = list(SpectralVisualizationTool.from_spectrum(s, style="fast").data_range)
+        for task in PAPER_TASKS:
+            t = _text(s, task)
+            assert "gap" in t.text, (s.meta["id"], task)
+            rec = {"data_range": rng, "turns": [{"text": u.text, "tool_calls": u.tool_calls,
+                                                 "results": [{k: v for k, v in r.items() if k != "image"} for r in u.results]}
+                                                for u in t.turns]}
+            assert check_draft(rec).get("wavelengths") is None, (s.meta["id"], task, check_draft(rec))
