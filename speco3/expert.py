@@ -737,9 +737,9 @@ def _rules_wd(m, seen=None):
         elif _has(m, "c2_4737", _L["wd_c2"]):
             sub, e = "DQ", Evidence(f"C2 Swan bands (depth {fmt('c2_4737', c2)} at 4737 Å) on a blue continuum.", W("C2 Swan bands"),
                                     ("c2_4737",), _margin(c2, _L["wd_c2"], 0.04))
-        elif not _ok(hei, cak):   # "no line" needs the lines' windows in the data
-            ev.append(Evidence("He I 4471 or Ca II K cannot be measured (outside the data or in a gap), so the absence of lines "
-                               "cannot be shown.", None, ()))
+        elif not _ok(hei) and not _ok(cak):   # "no line" needs at least one of the lines' windows in the data
+            ev.append(Evidence("Neither He I 4471 nor Ca II K can be measured (outside the data, in a gap or too few pixels), so the "
+                               "absence of lines cannot be shown.", None, ()))
             return Decision("NO", "wd: lines not covered", "a line-free (DC) white dwarf cannot be shown without its line windows", ev)
         else:
             sub, e = "DC", Evidence(f"No line is deeper than a few per cent (He I 4471 EW {fmt('hei4471_abs', hei)} Å, Ca II K EW "
