@@ -15,8 +15,9 @@ from .prompts import TASKS
 from .tool import TOOL_NAME, MIN_POINTS
 
 # %% auto #0
-__all__ = ['C_KMS', 'LINES', 'HEADS', 'LIMITS', 'VERSION', 'measurements', 'Evidence', 'Decision', 'fmt', 'covered_windows',
-           'decide', 'ScriptedExpertPolicy']
+__all__ = ['C_KMS', 'LINES', 'HEADS', 'LIMITS', 'VERSION', 'CONFLICTS', 'measurements', 'Evidence', 'Decision', 'fmt',
+           'covered_windows', 'decide', 'data_gaps', 'hidden_windows', 'expert_record', 'ScriptedExpertPolicy',
+           'expert_contradictions']
 
 # %% ../nbs/08a_expert.ipynb #ab2a3f8e
 C_KMS = 299792.458  # speed of light, km/s
@@ -276,6 +277,7 @@ LIMITS = dict(  # the thresholds of the rules (tuned on SpecVI-Sim training draw
     tio_m=0.09,            # median TiO head depth above this: an M star...
     tio5_m=0.90,           # ...or, where the heads cannot be measured (low resolution), TiO5 below this
     cah_a=0.95, cah_b=1.0, # CaH2 + CaH3 above cah_a + cah_b × TiO5: weak CaH for the TiO depth (giant; cf. Zhong et al.)
+    cah_band=0.08,         # CaH this far from that line decides alone; closer, Na I and the Ca II triplet may overrule it
     nai_giant=1.6,         # Å; Na I 8183/8195 EW below this: giant
     cat_giant=4.4,         # Å; Ca II 8542 + 8662 EW above this: giant
     wdm_blue=1.1,          # F4100/F5500 above this in an M star: a hot companion (WD+dM)
@@ -303,7 +305,10 @@ LIMITS = dict(  # the thresholds of the rules (tuned on SpecVI-Sim training draw
     wd_heii=0.5,           # Å; He II 4686 absorption EW of a DO
     wd_cak=2.0,            # Å; Ca II K EW of a DZ
     wd_c2=0.05,            # C2 depth of a DQ
-    wd_red=0.3,            # F4500/F7500 below this: redder than any white dwarf (T_eff ≲ 3000 K: carbon and M stars)
+    very_red=0.2,          # F4500/F7500 below this: a very red continuum (the overview's words)...
+    red=0.7,               # ...below this: red (T_eff ≲ 4500 K): never a white dwarf, never a carbon star's DQ look-alike...
+    blue=1.5,              # ...at or above this: blue (between red and blue: flat)
+    gap=100.0,             # Å; a stretch this wide without usable pixels inside the data is a gap the overview names
     wd_mgb=3.0,            # Å; Mg b EW (3σ) of a cool star's metal lines (no white dwarf of the simulator or the real dev set reaches it)
     wd_nad=4.0,            # Å; Na D EW (3σ) likewise
     wd_break=0.6,          # F3850/F4500 over a blackbody's of the same colour below this: a cool star's 4000 Å break (line-free WDs ≈ 1)
@@ -337,6 +342,8 @@ class Evidence:
     window: int | None = None # index into TASKS[task].windows where it is seen; None: the overview
     keys: tuple = ()          # measurement keys whose values the text cites
     margin: float = math.inf  # |value - limit| / scale of the deciding criterion (small: ambiguous); inf when not a criterion
+    claims: tuple = ()        # what the sentence asserts, as "topic=value" (`expert_contradictions` checks them)
+    uncovered: bool = False   # its window is a guideline window the data do not cover (set by `decide`)
 
 @dataclass
 class Decision:
@@ -345,6 +352,7 @@ class Decision:
     rule: str      # which rule decided, e.g. "cv: broad Balmer emission"
     reason: str    # one sentence: why
     evidence: list # Evidence items
+    claims: tuple = () # what the conclusion asserts, as "topic=value"
 
 _DEC = dict(z=4, snr=0)
 
@@ -357,6 +365,11 @@ def fmt(key, # a measurement key
     d = _DEC.get(key, 1 if key.endswith(("_ew", "_abs", "_width", "_wing", "_abs_err")) else 0 if key.endswith("_sig") else 2)
     s = f"{value:.{d}f}"
     return s.lstrip("-") if float(s) == 0 else s
+
+def _shape(c):
+    "The overview's word for the continuum colour F4500/F7500 (the rules use the same limits)."
+    if not _ok(c): return "not measurable"
+    return "very red" if c < _L["very_red"] else "red" if c < _L["red"] else "flat" if c < _L["blue"] else "blue"
 
 def _margin(value, limit, scale):
     "Distance of a value from its limit in units of `scale` (how clear-cut a criterion is)."
@@ -387,11 +400,14 @@ def _redshift_evidence(m, window):
                     "so the lines belong to an extragalactic source.", window, ("z",), _margin(m["z"], _L["z_extragalactic"], _L["z_extragalactic"]))
 
 # %% ../nbs/08a_expert.ipynb #b772d3c6
-def _rules_cv(m):
+def _rules_cv(m, seen=None):
     "G1: broad Balmer emission at z ≈ 0 with a flat decrement; reject narrow lines, extragalactic z and Be stars."
     W = lambda n: _win("cv", n)
     if m["z"] > _L["z_extragalactic"]:
         return Decision("NO", "cv: extragalactic", "the lines sit at an extragalactic redshift", [_redshift_evidence(m, W("H-alpha"))])
+    if not _ok(m["ha_sig"]) and not _ok(m["hb_sig"]):   # both Balmer windows outside the data or in a gap: nothing to rest on
+        ev = [Evidence("Neither Hα nor Hβ can be measured: both fall outside the data or in a gap.", None, ())]
+        return Decision("NO", "cv: no Balmer line covered", "no Balmer line is covered, so a CV's emission cannot be shown", ev)
     k = "ha" if _ok(m["ha_sig"]) else "hb"
     name, win = ("Hα", W("H-alpha")) if k == "ha" else ("Hβ", W("H-beta"))
     ew, amp, fw = m[k + "_ew"], m[k + "_amp"], m[k + "_fwhm"]
@@ -434,24 +450,30 @@ def _rules_cv(m):
         ev.append(Evidence(f"Hβ is {'also in emission' if hb else 'hardly in emission'} (EW {fmt('hb_ew', m['hb_ew'])} Å, peak "
                            f"{fmt('hb_amp', m['hb_amp'])} of the continuum): {'a flat' if hb else 'a steep'} Balmer decrement.",
                            W("H-beta"), ("hb_ew", "hb_amp"), _margin(m["hb_sig"], _L["hb_em_sig"], 3)))
-        if not hb: return Decision("NO", "cv: steep decrement", "broad Hα without Hβ emission is not a CV's flat decrement", ev)
+        ev[-1].claims = ("decrement=flat",) if hb else ("decrement=steep",)
+        if not hb: return Decision("NO", "cv: steep decrement", "broad Hα without Hβ emission is not a CV's flat decrement", ev,
+                                   ("decrement=steep",))
     for key, name_, wname in (("heii4686", "He II 4686", "He I 4471, He II 4686"), ("hei4471", "He I 4471", "He I 4471, He II 4686"),
                               ("hei5876", "He I 5876", "He I 5876")):
         if _emission(m, key):
             ev.append(Evidence(f"{name_} is in emission (EW {fmt(key + '_ew', m[key + '_ew'])} Å), as in an accretion flow.",
                                W(wname), (key + "_ew",)))
-    return Decision("YES", "cv: broad Balmer emission", "broad Balmer emission with a flat decrement at z ≈ 0", ev)
+    flat = any("decrement=flat" in e.claims for e in ev)   # only a measured Hβ shows the decrement
+    return Decision("YES", "cv: broad Balmer emission", "broad Balmer emission" + (" with a flat decrement" if flat else "") + " at z ≈ 0",
+                    ev, ("decrement=flat",) if flat else ())
 
 # %% ../nbs/08a_expert.ipynb #dfeb08ec
-def _rules_carbon(m):
+def _rules_carbon(m, seen=None):
     "G2: C2 Swan heads with the sharp edge on the red side at two or more of 5165/5636/4737, plus CN; reject TiO, DQ, SC."
     W = lambda n: _win("carbon", n)
     ev, j = [], m["jump_5165"]
     if _ok(j):
-        side = ("red side (the flux rises across it toward the red, as for C2)" if j >= 1 else
-                "blue side (the flux drops across it toward the red, as for TiO 5167)")
-        ev.append(Evidence(f"The band head at 5165 Å has its sharp edge on the {side}: flux ratio red/blue {fmt('jump_5165', j)}.",
-                           W("C2 Swan 5165"), ("jump_5165",), _margin(j, _L["tio_jump"], 0.05)))
+        side, claim = (("its sharp edge on the red side (the flux rises across it toward the red, as for C2)", "c2_5165=C2")
+                       if j >= _L["c2_jump"] else
+                       ("its sharp edge on the blue side (the flux drops across it toward the red, as for TiO 5167)", "c2_5165=TiO")
+                       if j < _L["tio_jump"] else ("no clear edge on either side", "c2_5165=none"))
+        ev.append(Evidence(f"The band head at 5165 Å has {side}: flux ratio red/blue {fmt('jump_5165', j)}.",
+                           W("C2 Swan 5165"), ("jump_5165",), _margin(j, _L["tio_jump"], 0.05), (claim,)))
         if j < _L["tio_jump"]:
             return Decision("NO", "carbon: TiO", "the 5165 band is TiO (sharp blue edge), so the star is oxygen-rich", ev)
     found = (["5165"] if _ok(j) and j >= _L["c2_jump"] else [])
@@ -464,9 +486,9 @@ def _rules_carbon(m):
         return Decision("NO", "carbon: no Swan bands", f"only {len(found)} of the three C2 heads is present", ev)
     col, nad = m["color"], m["nad_ew"]
     if _ok(col) and col >= _L["dq_color"]:
-        ev.append(Evidence(f"But the continuum is hot and blue (F4500/F7500 = {fmt('color', col)}) and Na D is weak (EW "
-                           f"{fmt('nad_ew', nad)} Å): Swan bands on a white-dwarf continuum.", W("Na D"), ("color", "nad_ew"),
-                           _margin(col, _L["dq_color"], 0.3)))
+        ev.append(Evidence(f"But the continuum is far too warm for a carbon star (F4500/F7500 = {fmt('color', col)}; carbon giants are very "
+                           f"red) and Na D is EW {fmt('nad_ew', nad)} Å: Swan bands on a white-dwarf continuum.", W("Na D"), ("color", "nad_ew"),
+                           _margin(col, _L["dq_color"], 0.3), ("temperature=warm",)))
         return Decision("NO", "carbon: DQ white dwarf", "Swan bands on a hot continuum are a DQ white dwarf", ev)
     cn = m["cn_7880"]
     ev.append(Evidence(f"The CN red-system band at 7880 Å has depth {fmt('cn_7880', cn)}." if _ok(cn) else
@@ -488,38 +510,80 @@ def _zro_pattern(m):
     z1, z2 = m["zro_6474"], _fmean([m["zro_5552"], m["zro_5718"]])
     return not _ok(z1, z2) or z2 >= _L["zro_agree"] * 0.75 * z1
 
-def _rules_gm(m):
+def _votes(m):
+    "The Na I and Ca II triplet readings: (what it shows, 'giant' or 'dwarf', its margin) for each one measured."
+    out = {}
+    if _ok(m["nai_ew"]):
+        g = m["nai_ew"] < _L["nai_giant"]
+        out["nai"] = ("weak Na I" if g else "strong Na I", "giant" if g else "dwarf", _margin(m["nai_ew"], _L["nai_giant"], 0.8))
+    if _ok(m["cat_ew"]):
+        g = m["cat_ew"] >= _L["cat_giant"]
+        out["cat"] = ("a strong Ca II triplet" if g else "a weak Ca II triplet", "giant" if g else "dwarf", _margin(m["cat_ew"], _L["cat_giant"], 1.0))
+    return out
+
+def _gravity(m, line):
+    """Giant or dwarf, and why: CaH against its line decides when it is clear of it (by `cah_band`); within the band,
+    Na I and the Ca II triplet overrule it when both say the opposite (or the triplet alone, 1 Å past its limit, with
+    Na I not measured); without CaH the triplet decides. (None, [], inf) when no indicator is measured."""
+    cah, v = m["cah"], _votes(m)
+    if _ok(cah, line):
+        side, margin = ("giant" if cah >= line else "dwarf"), _margin(cah, line, _L["cah_band"])
+        if margin >= 1: return side, [("weak" if side == "giant" else "deep") + " CaH for its TiO5"], margin
+        other = "dwarf" if side == "giant" else "giant"
+        both = "nai" in v and "cat" in v and v["nai"][1] == v["cat"][1] == other
+        alone = "nai" not in v and "cat" in v and v["cat"][1] == other and abs(m["cat_ew"] - _L["cat_giant"]) >= 1.0
+        if both or alone: return other, [v[k][0] for k in ("nai", "cat") if k in v], min(v[k][2] for k in ("nai", "cat") if k in v)
+        return side, [f"CaH on the {side} side of its line"] + [v[k][0] for k in ("nai", "cat") if k in v and v[k][1] == side], margin
+    if "cat" in v: return v["cat"][1], [v["cat"][0]], v["cat"][2]
+    return None, [], math.inf
+
+def _rules_gm(m, seen=None):
     "G4: strong TiO with giant gravity (weak CaH, weak Na I, strong Ca II triplet); reject C2, ZrO and a hot companion."
     W = lambda n: _win("gm", n)
     t5, tio = m["tio5"], m["tio"]
+    if not _ok(tio) and not _ok(t5):
+        ev = [Evidence("Neither TiO5 nor any of the four TiO heads can be measured: they fall outside the data or in a gap.", None, ())]
+        return Decision("NO", "gm: TiO not covered", "the TiO bands are not covered, so an M type cannot be shown", ev)
     strong = (_ok(tio) and tio >= _L["tio_m"]) or (not _ok(tio) and _ok(t5) and t5 <= _L["tio5_m"])  # low resolution: TiO5 alone
-    ev = [Evidence(f"TiO5 = {fmt('tio5', t5)} and four TiO heads (4955, 5449, 6159, 7054 Å) have median depth {fmt('tio', tio)}: "
-                   + ("strong TiO, an M-type star." if strong else "TiO too weak for an M star."),
-                   W("TiO 7054"), ("tio5", "tio"), _margin(tio, _L["tio_m"], 0.04))]
+    seen = seen or (lambda name: True)   # which guideline windows the data cover (all, when not told)
+    win = next((W(n) for n in ("TiO 7054", "TiO or C2 band heads") if seen(n)), None)
+    if win is None and not strong:   # both TiO windows masked or outside: weak TiO there is no evidence
+        ev = [Evidence("Neither TiO window is covered by the data, so the TiO strength cannot be judged.", None, ())]
+        return Decision("NO", "gm: TiO not covered", "the TiO bands are not covered, so an M type cannot be shown", ev)
+    ev = [Evidence(f"TiO5 = {fmt('tio5', t5)} and the TiO heads (4955, 5449, 6159, 7054 Å) the data cover have median depth {fmt('tio', tio)}: "
+                   + ("strong TiO, as in an M-type star." if strong else "TiO too weak for an M star."),
+                   win, ("tio5", "tio"), _margin(tio, _L["tio_m"], 0.04), ("tio=strong" if strong else "tio=weak",))]
     if not strong:
-        return Decision("NO", "gm: no TiO", "TiO is too weak for an M type", ev)
+        return Decision("NO", "gm: no TiO", "TiO is too weak for an M type", ev, ("tio=weak",))
+    col = m["color"]
+    if _ok(col) and col >= _L["red"]:   # an M star's continuum is red; a flat or blue one cannot be an M giant's
+        ev.append(Evidence(f"But the continuum is {_shape(col)} (F4500/F7500 = {fmt('color', col)}): far too warm for an M star, so the "
+                           "band depths are not the TiO of an M giant.", None, ("color",), _margin(col, _L["red"], 0.2), ("temperature=warm",)))
+        return Decision("NO", "gm: continuum too warm", "the continuum is too warm for an M star", ev, ("temperature=warm",))
     cah, cat, nai = m["cah"], m["cat_ew"], m["nai_ew"]
     line = _L["cah_a"] + _L["cah_b"] * t5 if _ok(t5) else np.nan
-    g_cah = _ok(cah, line) and cah >= line
+    g, why, gm_margin = _gravity(m, line)
     if _ok(cah, line):
+        clear = _margin(cah, line, _L["cah_band"]) >= 1
+        side = "giant" if cah >= line else "dwarf"
         ev.append(Evidence(f"CaH2 + CaH3 = {fmt('cah', cah)} against the giant/dwarf line {line:.2f} for this TiO5: "
-                           + ("weak CaH, a giant." if g_cah else "deep CaH, a dwarf."), W("CaH 6830, 6975"), ("cah",), _margin(cah, line, 0.08)))
-    if _ok(nai):
-        ev.append(Evidence(f"Na I 8183/8195 EW {fmt('nai_ew', nai)} Å: " + ("weak (giant)." if nai < _L["nai_giant"] else "strong (dwarf)."),
+                           + (("weak CaH, a giant." if side == "giant" else "deep CaH, a dwarf.") if clear else
+                              f"within {_L['cah_band']:.2f} of the line, so CaH alone cannot tell a giant from a dwarf."),
+                           W("CaH 6830, 6975"), ("cah",), _margin(cah, line, 0.08), (f"gravity={side}",) if clear else ()))
+    v = _votes(m)
+    if "nai" in v:
+        ev.append(Evidence(f"Na I 8183/8195 EW {fmt('nai_ew', nai)} Å: " + ("weak, as in a giant." if v["nai"][1] == "giant" else "strong, as in a dwarf."),
                            W("Na I 8183/8195"), ("nai_ew",), _margin(nai, _L["nai_giant"], 0.8)))
-    if _ok(cat):
-        ev.append(Evidence(f"Ca II 8542 + 8662 EW {fmt('cat_ew', cat)} Å: " + ("strong (giant)." if cat >= _L["cat_giant"] else "weak (dwarf)."),
+    if "cat" in v:
+        ev.append(Evidence(f"Ca II 8542 + 8662 EW {fmt('cat_ew', cat)} Å: " + ("strong, as in a giant." if v["cat"][1] == "giant" else "weak, as in a dwarf."),
                            W("Ca II triplet"), ("cat_ew",), _margin(cat, _L["cat_giant"], 1.0)))
-    if _ok(cah, line):   # the CaH line decides unless the Ca II triplet and Na I both say the opposite, or, where Na I
-        # cannot be measured, CaH lies within its scale (0.08) of the line and the triplet is a clear 1 Å beyond its limit
-        both = _ok(cat, nai) and ((cat < _L["cat_giant"] and nai >= _L["nai_giant"]) if g_cah else (cat >= _L["cat_giant"] and nai < _L["nai_giant"]))
-        alone = (not _ok(nai) and _ok(cat) and abs(cah - line) < 0.08
-                 and (cat < _L["cat_giant"] - 1.0 if g_cah else cat >= _L["cat_giant"] + 1.0))
-        giant = g_cah != (both or alone)
-    elif _ok(cat): giant = cat >= _L["cat_giant"]
-    else: giant = False
-    if not giant:
-        return Decision("NO", "gm: dwarf gravity", "the gravity indicators (CaH for its TiO, Ca II, Na I) point to a dwarf", ev)
+    if g is None:
+        ev.append(Evidence("No gravity indicator (CaH, Na I, the Ca II triplet) can be measured here.", None, ()))
+        return Decision("NO", "gm: gravity not covered", "no gravity indicator is covered, so a giant cannot be shown", ev)
+    if not any(f"gravity={g}" in e.claims for e in ev):   # CaH did not decide on its own: say what did
+        ev.append(Evidence(f"So the gravity is a {g}'s: {', '.join(why)}.", None, (), gm_margin, (f"gravity={g}",)))
+    if g == "dwarf":
+        return Decision("NO", "gm: dwarf gravity", f"the gravity is a dwarf's ({', '.join(why)})", ev, ("gravity=dwarf",))
     be = m["blue_excess"]
     if _ok(be) and be >= _L["wdm_blue"]:
         ev.append(Evidence(f"The blue flux rises again (F4100/F5500 = {fmt('blue_excess', be)}): a hot companion, a WD+M composite.",
@@ -528,8 +592,8 @@ def _rules_gm(m):
     c2, j = m["c2_4737"], m["jump_5165"]
     if _has(m, "c2_4737", _L["c2_gm"]) and _ok(j) and j >= 1:
         ev.append(Evidence(f"C2 4737 has depth {fmt('c2_4737', c2)} and the 5165 head is sharp on the red side (red/blue "
-                           f"{fmt('jump_5165', j)}): a carbon star.", W("TiO or C2 band heads"), ("c2_4737", "jump_5165"),
-                           _margin(c2, _L["c2_gm"], 0.04)))
+                           f"{fmt('jump_5165', j)}): a carbon star, whose C2 bands, not TiO, deepen the band heads above.",
+                           W("TiO or C2 band heads"), ("c2_4737", "jump_5165"), _margin(c2, _L["c2_gm"], 0.04)))
         return Decision("NO", "gm: carbon star", "C2 bands mark a carbon star", ev)
     zro = m["zro_6474"]
     if _has(m, "zro", _L["zro_gm"], _L["zro_nsig"]) and _zro_pattern(m):
@@ -540,10 +604,11 @@ def _rules_gm(m):
         return Decision("NO", "gm: ZrO", "ZrO marks an S-type (or MS) star", ev)
     ev.append(Evidence(f"No C2 and no ZrO pattern: C2 4737 depth {fmt('c2_4737', c2)}, ZrO template depth {fmt('zro', m['zro'])}.", None,
                        ("c2_4737", "zro")))
-    return Decision("YES", "gm: TiO + giant gravity", "strong TiO with the weak CaH and strong Ca II of a giant", ev)
+    return Decision("YES", "gm: TiO + giant gravity", f"strong TiO with a giant's gravity ({', '.join(why)})", ev,
+                    ("tio=strong", "gravity=giant", "class=M giant"))
 
 # %% ../nbs/08a_expert.ipynb #05f3f3db
-def _rules_ss(m):
+def _rules_ss(m, seen=None):
     "G3: the ZrO 6474 head, corroborated by 5552/5718; reject TiO-only (M/MS giants), C2-only (carbon) and dwarfs."
     W = lambda n: _win("ss", n)
     z1, za, zb = m["zro_6474"], m["zro_5552"], m["zro_5718"]
@@ -558,7 +623,8 @@ def _rules_ss(m):
         ev.append(Evidence(f"TiO 7054 has depth {fmt('tio_7054', t)} (median over the TiO heads {fmt('tio', tio)}).", W("TiO 7054"),
                            ("tio_7054", "tio")))
     if _has(m, "zro_6474", _L["zro_ss"]) and (not _ok(z2) or z2 >= _L["zro_ss2"]) and _zro_pattern(m):
-        return Decision("YES", "ss: ZrO heads", "the ZrO heads at 6474 and 5552/5718 are deeper than the TiO around them could make", ev)
+        heads = "the ZrO heads at 6474 and 5552/5718 are" if _ok(z2) else "the ZrO head at 6474 is (5552/5718 cannot be measured)"
+        return Decision("YES", "ss: ZrO heads", f"{heads} deeper than the TiO around them could make", ev)
     return Decision("NO", "ss: no ZrO", "there is no convincing ZrO head" + (" (TiO only: an M-type star)" if _ok(t) and t > 0.15 else ""), ev)
 
 # %% ../nbs/08a_expert.ipynb #996bd45a
@@ -587,15 +653,15 @@ def _companion(m):
 def _cool_continuum(m, limit):
     "Evidence of a cool star's 4000 Å break (flux at 3850 Å far below a blackbody of the same colour), else None."
     b, c = m["break4000"], m["color"]
-    if _ok(c) and c < _L["wd_red"]:
-        return Evidence(f"The continuum is very red (F4500/F7500 = {fmt('color', c)}): cooler than any white dwarf.", None, ("color",),
-                        _margin(c, _L["wd_red"], 0.1))
+    if _ok(c) and c < _L["red"]:   # the overview calls it red (or very red): a K or M star's colour, never a white dwarf's here
+        return Evidence(f"The continuum is {_shape(c)} (F4500/F7500 = {fmt('color', c)}): the colour of a cool K or M star, not of a white dwarf.",
+                        None, ("color",), _margin(c, _L["red"], 0.1), ("temperature=cool",))
     if not (_ok(b) and b < limit): return None
     return Evidence(f"F3850/F4500 is {fmt('break4000', b)} times that of a blackbody with the same F6100/F4500: the 4000 Å break of a cool "
-                    "star's metal-line blanketing.", _win("wd", "higher Balmer lines"), ("break4000",), _margin(b, limit, 0.1))
+                    "star's metal-line blanketing.", _win("wd", "higher Balmer lines"), ("break4000",), _margin(b, limit, 0.1), ("temperature=cool",))
 
 # %% ../nbs/08a_expert.ipynb #d41c55a0
-def _rules_wd(m):
+def _rules_wd(m, seen=None):
     "G5: very broad Balmer lines (DA), or broad He I (DB), He II (DO), Ca II (DZ), C2 (DQ) or no lines (DC) on a blue continuum."
     W = lambda n: _win("wd", n)
     if m["z"] > _L["z_extragalactic"]:
@@ -609,19 +675,23 @@ def _rules_wd(m):
                                (k + "_ew", k + "_core"), _margin(m[k + "_core_sig"], _L["core_sig"], 2)))
             return Decision("NO", "wd: emission", "emission lines mark a CV, a WD+dM pair or a quasar, not a single white dwarf", ev)
     if _has(m, "mgb_ew", _L["wd_mgb"]) or _has(m, "nad_ew", _L["wd_nad"]):
-        ev.append(Evidence(f"Mg b has EW {fmt('mgb_ew', m['mgb_ew'])} Å and Na D {fmt('nad_ew', m['nad_ew'])} Å: the metal lines of a cool star's "
-                           "atmosphere, which no white dwarf shows this strong.", None, ("mgb_ew", "nad_ew"),
-                           min(_margin(m["mgb_ew"], _L["wd_mgb"], 1.0), _margin(m["nad_ew"], _L["wd_nad"], 1.0))))
-        return Decision("NO", "wd: metal lines", "strong Mg b and Na D mark a cool main-sequence or giant star", ev)
+        ev.append(Evidence(f"Mg b has EW {fmt('mgb_ew', m['mgb_ew'])} Å and Na D {fmt('nad_ew', m['nad_ew'])} Å: the metal lines of an F, G or K "
+                           "star's atmosphere, which no white dwarf shows this strong.", None, ("mgb_ew", "nad_ew"),
+                           min(_margin(m["mgb_ew"], _L["wd_mgb"], 1.0), _margin(m["nad_ew"], _L["wd_nad"], 1.0)), ("metal lines=strong",)))
+        return Decision("NO", "wd: metal lines", "strong Mg b and Na D mark an F, G or K main-sequence or giant star", ev)
     text, keys = _balmer_text(m)
+    if not _ok(m["hb_depth"], m["hb_dsig"]) or not (seen or (lambda n: True))("H-beta"):   # Hβ outside the data or in a gap
+        ev.append(Evidence("Hβ cannot be measured (it falls outside the data or in a gap), so the hydrogen lines cannot be judged.", None, ()))
+        return Decision("NO", "wd: Hβ not covered", "without Hβ neither a DA nor a hydrogen-free white dwarf can be shown", ev)
     if _ok(m["hb_depth"], m["hb_dsig"]) and m["hb_depth"] >= _L["balmer_depth"] and m["hb_dsig"] >= _L["balmer_dsig"]:
         if not _broad(m):
-            ev.append(Evidence(text + ": deep but narrow lines of a normal star (A/F, BHB) or a hot subdwarf.", W("H-beta"), keys, _broad_margin(m)))
+            ev.append(Evidence(text + ": deep but narrow lines of a normal star (A/F, BHB) or a hot subdwarf.", W("H-beta"), keys, _broad_margin(m),
+                               ("hydrogen=present", "balmer=narrow")))
             if _ok(m["cak_abs"]) and m["cak_abs"] >= 1.0:
                 ev.append(Evidence(f"Ca II K has EW {fmt('cak_abs', m['cak_abs'])} Å, a normal-star metal line.", W("Ca II K/H"), ("cak_abs",)))
             return Decision("NO", "wd: narrow Balmer", "the Balmer lines are too narrow for a white dwarf's gravity", ev)
         ev.append(Evidence(text + f", deepest at the centre (core/flank {fmt('hb_core', m['hb_core'])} against 1): pressure-broadened, "
-                           "as in a DA white dwarf.", W("H-beta"), keys + ("hb_core",), _broad_margin(m)))
+                           "as in a DA white dwarf.", W("H-beta"), keys + ("hb_core",), _broad_margin(m), ("hydrogen=present", "balmer=broad")))
         if _ok(m["hg_width"], m["hg_wing"]):
             ev.append(Evidence(f"Hγ is as broad: Gaussian FWHM {fmt('hg_width', m['hg_width'])} Å, wing EW {fmt('hg_wing', m['hg_wing'])} Å.",
                                W("H-gamma"), ("hg_width", "hg_wing")))
@@ -630,20 +700,30 @@ def _rules_wd(m):
                                W("higher Balmer lines"), ("balmer_merge",)))
         cool = _cool_continuum(m, _L["wd_break_da"])
         if cool or (_ok(m["color"]) and m["color"] < _L["da_color"]):
-            ev.append(cool or Evidence(f"The continuum is red (F4500/F7500 = {fmt('color', m['color'])}): too cool for Balmer lines this deep in "
-                                       "a white dwarf; a broad depression of a cool star's blanketed spectrum.", None, ("color",),
-                                       _margin(m["color"], _L["da_color"], 0.3)))
-            return Decision("NO", "wd: cool star", "the continuum is that of a cool star, not of a white dwarf with Balmer lines", ev)
+            ev.append(cool or Evidence(f"The continuum (F4500/F7500 = {fmt('color', m['color'])}, below {_L['da_color']}) is too cool for Balmer "
+                                       "lines this deep in a white dwarf: a broad depression of a cool star's blanketed spectrum.", None, ("color",),
+                                       _margin(m["color"], _L["da_color"], 0.3), ("temperature=cool",)))
+            return Decision("NO", "wd: cool star", "the continuum is that of a cool star, not of a white dwarf with Balmer lines", ev,
+                            ("temperature=cool",))
         sub = "DA"
     else:
-        ev.append(Evidence(text + ": no significant hydrogen lines.", W("H-beta"), keys, _margin(m["hb_depth"], _L["balmer_depth"], 0.05)))
+        ev.append(Evidence(text + ": no significant hydrogen lines.", W("H-beta"), keys, _margin(m["hb_depth"], _L["balmer_depth"], 0.05),
+                           ("hydrogen=absent",)))
+        if not _ok(m["snr"]):
+            ev.append(Evidence("The noise cannot be estimated where it is measured (outside the data or in a gap), so weak broad lines "
+                               "cannot be excluded and a line-free white dwarf cannot be claimed.", None, ()))
+            return Decision("NO", "wd: noise not covered", "without a noise estimate a hydrogen-free white dwarf cannot be identified", ev)
         if not (_ok(m["snr"]) and m["snr"] >= _L["wd_snr"]):
             ev.append(Evidence(f"At S/N {fmt('snr', m['snr'])} per pixel weak broad lines cannot be excluded, so a line-free white dwarf "
                                "cannot be claimed.", None, ("snr",), _margin(m["snr"], _L["wd_snr"], 3)))
             return Decision("NO", "wd: too noisy", "too noisy to identify a hydrogen-free white dwarf", ev)
         if cool := _cool_continuum(m, _L["wd_break"]):
             ev.append(cool)
-            return Decision("NO", "wd: cool star", "the 4000 Å break of a cool star, not a line-free white dwarf's continuum", ev)
+            return Decision("NO", "wd: cool star", "the continuum of a cool star, not a hydrogen-free white dwarf's", ev, ("temperature=cool",))
+        if not _ok(m["color"]):   # a gap hides 4500 or 7500 Å: a K star without hydrogen lines cannot be told from a DC/DZ
+            ev.append(Evidence("The continuum colour F4500/F7500 cannot be measured (a band falls outside the data or in a gap), so a "
+                               "cool star cannot be excluded.", None, ()))
+            return Decision("NO", "wd: colour not covered", "without the continuum colour a hydrogen-free white dwarf cannot be told from a cool star", ev)
         hei, heii, cak, c2 = m["hei4471_abs"], m["heii4686_abs"], m["cak_abs"], m["c2_4737"]
         if _has(m, "hei4471_abs", _L["wd_hei"]):
             sub, e = "DB", Evidence(f"He I 4471 is in broad absorption (EW {fmt('hei4471_abs', hei)} Å) without hydrogen.",
@@ -657,9 +737,13 @@ def _rules_wd(m):
         elif _has(m, "c2_4737", _L["wd_c2"]):
             sub, e = "DQ", Evidence(f"C2 Swan bands (depth {fmt('c2_4737', c2)} at 4737 Å) on a blue continuum.", W("C2 Swan bands"),
                                     ("c2_4737",), _margin(c2, _L["wd_c2"], 0.04))
+        elif not _ok(hei) and not _ok(cak):   # "no line" needs at least one of the lines' windows in the data
+            ev.append(Evidence("Neither He I 4471 nor Ca II K can be measured (outside the data, in a gap or too few pixels), so the "
+                               "absence of lines cannot be shown.", None, ()))
+            return Decision("NO", "wd: lines not covered", "a line-free (DC) white dwarf cannot be shown without its line windows", ev)
         else:
             sub, e = "DC", Evidence(f"No line is deeper than a few per cent (He I 4471 EW {fmt('hei4471_abs', hei)} Å, Ca II K EW "
-                                    f"{fmt('cak_abs', cak)} Å).", W("He I 4471"), ("hei4471_abs", "cak_abs"))
+                                    f"{fmt('cak_abs', cak)} Å).", W("He I 4471"), ("hei4471_abs", "cak_abs"), math.inf, ("lines=absent",))
         ev.append(e)
     rr, t = m["red_rise"], m["tio_red"]
     if _ok(rr):
@@ -670,13 +754,13 @@ def _rules_wd(m):
                            + ("the flux rises again or TiO appears: an M-dwarf companion." if comp else "no M-dwarf companion."),
                            W("TiO of an M companion"), ("red_rise", "red_excess", "tio_red", "tio_red_err"), _margin(m["red_excess"], _L["wdm_excess"], 0.1)))
         if comp: return Decision("NO", "wd: M companion", "an M-dwarf companion makes this a WD+dM pair, not a single white dwarf", ev)
-    return Decision("YES", f"wd: {sub}", f"the spectrum is that of a {sub} white dwarf", ev)
+    return Decision("YES", f"wd: {sub}", f"the spectrum is that of a {sub} white dwarf", ev, ("class=white dwarf",))
 
 # %% ../nbs/08a_expert.ipynb #00c9d91b
 def _balmer_present(m, depth):
     return _ok(m["hb_depth"], m["hb_dsig"]) and m["hb_depth"] >= depth and m["hb_dsig"] >= _L["balmer_dsig"]
 
-def _rules_ostar(m):
+def _rules_ostar(m, seen=None):
     "O star: He II 4542 absorption with hydrogen lines present (not a DO white dwarf) that are not white-dwarf broad."
     W = lambda n: _win("ostar", n)
     h1, h2 = m["heii4542_abs"], m["heii4200_abs"]
@@ -698,7 +782,7 @@ def _rules_ostar(m):
     return Decision("YES", "ostar: He II", "He II absorption with normal Balmer lines", ev)
 
 # %% ../nbs/08a_expert.ipynb #14c9a13f
-def _rules_bstar(m):
+def _rules_bstar(m, seen=None):
     "B star: He I absorption, no He II, moderate Balmer lines that are not white-dwarf broad."
     W = lambda n: _win("bstar", n)
     h1, h0, h2 = m["hei4471_abs"], m["hei4026_abs"], m["heii4542_abs"]
@@ -716,7 +800,7 @@ def _rules_bstar(m):
     return Decision("YES", "bstar: He I", "He I without He II and normal Balmer lines", ev)
 
 # %% ../nbs/08a_expert.ipynb #f33e83f0
-def _rules_astar(m):
+def _rules_astar(m, seen=None):
     "A star: deep Balmer lines that are not white-dwarf broad, weak Ca II K, no He I."
     W = lambda n: _win("astar", n)
     text, keys = _balmer_text(m)
@@ -748,7 +832,7 @@ def _rules_astar(m):
 _QSO = (("mgii", "Mg II 2798", "Mg II 2798"), ("civ", "C IV 1549", "C IV 1549"), ("ciii", "C III] 1909", "C III] 1909"),
         ("hb", "Hβ", "H-beta, [O III]"), ("ha", "Hα", "H-alpha"), ("lya", "Lyα", "Ly-alpha"))
 
-def _rules_qso(m):
+def _rules_qso(m, seen=None):
     "Quasar: two or more broad emission lines at the catalogue redshift."
     W = lambda n: _win("qso", n)
     ev, broad, seen = [], [], 0
@@ -799,29 +883,73 @@ def decide(task:str, # task key (a key of speco3.prompts.TASKS)
           ) -> Decision:
     "Apply the task's rules to the measurements: the verdict, the rule that decided, and the evidence."
     if task not in _RULES: raise ValueError(f"task {task!r} has no expert rules; choose one of {', '.join(_RULES)}")
-    d = _RULES[task](m)
+    d = _RULES[task](m, None if covered is None else (lambda name: covered[_win(task, name)]))
     if covered is not None:
         for e in d.evidence:
-            if e.window is not None and not covered[e.window]: e.window = None
+            if e.window is not None and not covered[e.window]: e.window, e.uncovered = None, True
     return d
 
+def data_gaps(spectrum:Spectrum, # the spectrum (observed frame, with its redshift)
+              min_width:float|None=None # Å (rest frame); default LIMITS["gap"]
+             ) -> list:
+    """Rest-frame (lo, hi) of every stretch at least `min_width` wide without a usable pixel (masked or non-finite) inside
+    the range the tool draws (finite flux), masked ends included."""
+    ok = np.isfinite(spectrum.flux)
+    drawn, w = spectrum.rest_wavelength[ok], spectrum.rest_wavelength[ok & spectrum.good]
+    if len(w) < 2: return []
+    w = np.r_[drawn[0], w, drawn[-1]]   # a masked stretch at either end is a gap in what the tool draws
+    d = np.diff(w)
+    return [(float(w[i]), float(w[i + 1])) for i in np.flatnonzero(d >= (LIMITS["gap"] if min_width is None else min_width))]
+
+def hidden_windows(task:str, # task key
+                   covered, # `covered_windows` of the spectrum
+                   gaps # `data_gaps` of the spectrum
+                  ) -> list:
+    "Indices of the task's guideline windows the data do not cover because a gap (not the data's ends) takes them."
+    return [i for i, ((lo, hi, _), c) in enumerate(zip(TASKS[task].windows, covered))
+            if not c and any(a < hi and b > lo for a, b in gaps)]
+
 # %% ../nbs/08a_expert.ipynb #1eb323b3
-VERSION = "7"  # bump when a rule, a limit or the wording changes (recorded in every trajectory)
+VERSION = "8"  # bump when a rule, a limit or the wording changes (recorded in every trajectory)
 
 def _call(lo, hi, name):
     "A tool call as the model writes it."
     args = {"wavelength_range": [lo, hi], "label": name}
     return f'<tool_call>\n{json.dumps({"name": TOOL_NAME, "arguments": args}, ensure_ascii=False)}\n</tool_call>'  # the authors' format
 
-def _overview(m, ends=()):
-    "The first look: continuum colour, noise, redshift, coverage (`ends`: the data's rest-frame ends, as the tool draws them)."
+def _overview(m, ends=(), gaps=(), hidden=()):
+    """The first look: continuum colour, noise, redshift, coverage (`ends`: the data's rest-frame ends, as the tool draws
+    them; `gaps`: `data_gaps`; `hidden`: names of the guideline windows the gaps take)."""
     c = m["color"]
     lo, hi = ends or (m["lo"], m["hi"])
-    shape = ("not measurable" if not _ok(c) else "very red" if c < 0.2 else "red" if c < 0.7 else "flat" if c < 1.5 else "blue")
     snr = f"S/N about {fmt('snr', m['snr'])} per pixel" if _ok(m["snr"]) else "no noise estimate"
     z = f"catalogue redshift z = {fmt('z', m['z'])}" if m.get("z_known", True) else "no redshift given (the plots are at z = 0)"
-    return (f"Overview: the continuum is {shape} (F4500/F7500 = {fmt('color', c)}), {snr}, {z}; "
-            f"the data cover {lo:.0f}–{hi:.0f} Å in the rest frame.")
+    gap = ""
+    if gaps:   # no wavelengths: the overview shows the gap, but its edges are not on the axis (the QC allows only the ends)
+        share = 100 * sum(b - a for a, b in gaps) / max(hi - lo, 1e-9)
+        gap = (f", but {len(gaps)} gap{'s' if len(gaps) > 1 else ''} without usable data take{'' if len(gaps) > 1 else 's'} "
+               f"{share:.0f} per cent of that range")
+        if hidden: gap += f" and hide the guideline window{'s' if len(hidden) > 1 else ''} {', '.join(hidden)}, which I cannot inspect"
+    return (f"Overview: the continuum is {_shape(c)} (F4500/F7500 = {fmt('color', c)}), {snr}, {z}; "
+            f"the data cover {lo:.0f}–{hi:.0f} Å in the rest frame{gap}.")
+
+def expert_record(spectrum:Spectrum, # the spectrum (observed frame, with its redshift)
+                  task:str, # task key
+                  m:dict|None=None # its `measurements`, when already made (several tasks, one spectrum)
+                 ) -> dict:
+    """Everything one trajectory of the expert rests on: measurements `m`, `covered` windows, the `decision`, the data's
+    rest-frame `ends`, its `gaps`, the guideline windows they `hidden`, and the `overview` sentence."""
+    m, cov = measurements(spectrum) if m is None else m, covered_windows(spectrum, task)
+    w = spectrum.rest_wavelength[np.isfinite(spectrum.flux)]   # the coverage the tool draws (and QC checks)
+    ends = (float(w[0]), float(w[-1])) if len(w) else ()
+    gaps = data_gaps(spectrum)
+    hidden = [TASKS[task].windows[i][2] for i in hidden_windows(task, cov, gaps)]
+    return dict(task=task, id=spectrum.meta.get("id"), m=m, covered=cov, decision=decide(task, m, cov), ends=ends, gaps=gaps,
+                hidden=hidden, overview=_overview(m, ends, gaps, _said(hidden, ends)))
+
+def _said(names, ends=()):
+    "Window names as the overview may write them (before any zoom: no wavelength but the data's ends), each once."
+    return list(dict.fromkeys(_scrub(n, [], ends) for n in names))
 
 def _last_tool_error(ep):
     "The text of the last tool answer when it was an error, else None."
@@ -899,12 +1027,10 @@ class ScriptedExpertPolicy(Policy):
         "Measurements, decision and zoom plan of an episode, computed once and kept in `ep.meta`."
         st = ep.meta.get("expert")
         if st is None:
-            m = measurements(ep.spectrum)
-            d = decide(ep.task, m, covered_windows(ep.spectrum, ep.task))
+            rec = expert_record(ep.spectrum, ep.task)   # what `expert_contradictions` checks
+            d = rec["decision"]
             plan = sorted({e.window for e in d.evidence if e.window is not None})[:max(ep.max_tool_calls - ep.n_tool_calls, 0)]
-            w = ep.spectrum.rest_wavelength[np.isfinite(ep.spectrum.flux)]   # the coverage the tool draws (and QC checks)
-            ends = (float(w[0]), float(w[-1])) if len(w) else ()
-            st = ep.meta["expert"] = dict(m=m, decision=d, plan=plan, k=0, ends=ends, zoomed=[])
+            st = ep.meta["expert"] = dict(rec, plan=plan, k=0, zoomed=[])
         return st
 
     def _next(self, ep):
@@ -921,7 +1047,7 @@ class ScriptedExpertPolicy(Policy):
             a, b = (max(lo, ends[0]), min(hi, ends[1])) if ends else (lo, hi)
             f = lambda x, edge: f"{x:g}" if x == edge else f"{x:.0f}"
             return f"{f(a, lo)}–{f(b, hi)} Å ({_scrub(name, wins, ends)})"
-        if k == 0: said = [_overview(st["m"], ends)] + cite(e.text for e in d.evidence if e.window is None)
+        if k == 0: said = cite([st["overview"]]) + cite(e.text for e in d.evidence if e.window is None)
         else:
             err = _last_tool_error(ep)
             said = [f"The zoom on {where(plan[k - 1])}" + (f" failed ({err}); I read the arrays instead:" if err else " shows:")]
@@ -951,3 +1077,45 @@ class ScriptedExpertPolicy(Policy):
         self.disagreements[ep.sample_id] = dict(rule=d.rule, measured=d.verdict, label=ep.truth, margin=round(crit.margin, 2))
         ep.meta["expert"]["disagrees"] = True
         return d.verdict, text(d.verdict, d.reason)
+
+# %% ../nbs/08a_expert.ipynb #7c1a0a02
+CONFLICTS = (  # claims that cannot both hold in one trajectory (besides two values of one topic)
+    ("class=white dwarf", "continuum=red"), ("class=white dwarf", "continuum=very red"), ("class=white dwarf", "temperature=cool"),
+    ("class=white dwarf", "metal lines=strong"), ("hydrogen=absent", "balmer=broad"), ("hydrogen=absent", "balmer=narrow"),
+    ("class=M giant", "continuum=flat"), ("class=M giant", "continuum=blue"), ("class=M giant", "temperature=warm"),
+    ("temperature=warm", "continuum=red"), ("temperature=warm", "continuum=very red"), ("temperature=cool", "continuum=blue"))
+_ABSENT = ("absent", "weak", "none")   # values that claim something is not there
+_UNBACKED_OK = ("class",)              # topics a conclusion may claim on its own (the verdict itself)
+
+def _claims(rec):
+    "(who says it, claim) for the overview, every evidence sentence and the conclusion of one record."
+    d, c = rec["decision"], rec["m"]["color"]
+    out = [("the overview", f"continuum={_shape(c)}")] if _ok(c) else []
+    out += [(f"evidence {i + 1} ({e.text[:60]}…)", x) for i, e in enumerate(d.evidence) for x in e.claims]
+    return out + [("the conclusion", x) for x in d.claims]
+
+def _clash(a, b):
+    (ta, va), (tb, vb) = a.split("=", 1), b.split("=", 1)
+    return (ta == tb and va != vb) or (a, b) in CONFLICTS or (b, a) in CONFLICTS
+
+def expert_contradictions(record:dict # an `expert_record` (or the policy's `episode.meta["expert"]`)
+                         ) -> list:
+    "One line for each pair of claims of one trajectory that contradict each other, the measurements or the coverage."
+    d, m, out = record["decision"], record["m"], []
+    said = _claims(record)
+    for i, (wa, a) in enumerate(said):
+        out += [f"{wa} says {a} but {wb} says {b}" for wb, b in said[i + 1:] if _clash(a, b)]
+    for i, e in enumerate(d.evidence):
+        if e.claims and e.keys and not any(_ok(m.get(k)) for k in e.keys):
+            out.append(f"evidence {i + 1} claims {', '.join(e.claims)} but {', '.join(e.keys)} {'is' if len(e.keys) == 1 else 'are'} not measured")
+        if e.uncovered and (gone := [x for x in e.claims if x.split("=", 1)[1] in _ABSENT]):
+            out.append(f"evidence {i + 1} claims {', '.join(gone)} in a guideline window the data do not cover")
+    backed = {x for e in d.evidence for x in e.claims}
+    out += [f"the conclusion says {x} but no evidence shows it" for x in d.claims
+            if x.split("=", 1)[0] not in _UNBACKED_OK and x not in backed]
+    if record["gaps"] and "gap" not in record["overview"]:
+        out.append(f"the data have {len(record['gaps'])} gap(s) (the widest {max(b - a for a, b in record['gaps']):.0f} Å) "
+                   "but the overview does not mention them")
+    out += [f"the gaps hide the {n!r} window but the overview does not name it"
+            for n in _said(record["hidden"], record.get("ends", ())) if n not in record["overview"]]
+    return out
