@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from .spectrum import Spectrum, SpectrumError
 from .io import read_spectrum
 from .tasks import row_get
-from .profiles import check_profile
+from .profiles import check_profile, BASELINES
 from .classify import FEATURE_RANGE, LogisticRegression
 
 # %% auto #0
@@ -422,11 +422,8 @@ def vet(specialist:Specialist, # a trained baseline
                  prediction="YES" if q >= specialist.threshold else "NO", confidence=float(q), status="answered",
                  format_ok=True, n_tool_calls=0, windows=[], policy=specialist.name, seconds=each) for r, t, q in zip(rows, truth, p)]
 
-SETTINGS = {  # profile -> training sizes; gpu and paper have the published train splits, so more pretraining data
-    "smoke": dict(max_epochs=3, patience=2, batch_size=8, n_unlabeled=40, pretrain_epochs=2, pretrain_patience=1, pretrain_batch=16),
-    "cpu": dict(max_epochs=100, patience=10, batch_size=16, n_unlabeled=1500, pretrain_epochs=40, pretrain_patience=4, pretrain_batch=64),
-    "gpu": dict(max_epochs=100, patience=10, batch_size=32, n_unlabeled=10000, pretrain_epochs=40, pretrain_patience=5, pretrain_batch=128)}
-SETTINGS["paper"] = SETTINGS["gpu"]
+SETTINGS = BASELINES  # profile -> training sizes (`speco3.profiles.BASELINES`: plain data)
+
 
 # %% ../nbs/15a_baselines.ipynb #95203d45
 PAPER_PACE = {"Spec-o3, 8×H100 (paper's figure)": 0.2, "astronomer (paper's figure)": 10.0}  # s per spectrum as the paper states them; not measured here

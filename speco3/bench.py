@@ -11,32 +11,22 @@ from pathlib import Path
 import numpy as np
 from .spectrum import Spectrum, SpectrumError
 from .io import to_specvi_row
-from .tasks import FILE_KEYS, file_key, task_key
-from .profiles import check_profile
+from .tasks import FILE_KEYS, file_key, task_key, PUBLISHED_TRAIN, PUBLISHED_TEST
+from .profiles import check_profile, BENCHMARK
 from .simulate import KINDS, TASKS, OOD_TASKS, simulate, kinds_for
 from .classify import LogisticRegression, binned_flux
 from .render import render, STYLES
 from .prompts import system_text, user_prompt
 
 # %% auto #0
-__all__ = ['PUBLISHED_TRAIN', 'PUBLISHED_TEST', 'SIZES', 'SIZE_DOCS', 'SURVEY_MIX', 'CONFUSER_SHARE', 'OOD_CONFUSERS',
-           'REAL_CONTAMINANTS', 'WEAK_BINS', 'THRESHOLD', 'LOW_SNR', 'LABELS', 'PUBLISHED_COLUMNS', 'PAPER_TASKS',
-           'resolve_sizes', 'split_counts', 'archive_mix', 'object_id', 'sample', 'WeakClassifier', 'weak_classifier',
-           'Rejection', 'rejection_sample', 'intrinsic_params', 'reobserve', 'sim_name', 'messages', 'overview',
-           'specvi_row', 'file_stem', 'set_info', 'write_set', 'dataset_card', 'build', 'load', 'benchmark_files',
-           'check_benchmark', 'export_published']
+__all__ = ['SIZES', 'SIZE_DOCS', 'SURVEY_MIX', 'CONFUSER_SHARE', 'OOD_CONFUSERS', 'REAL_CONTAMINANTS', 'WEAK_BINS', 'THRESHOLD',
+           'LOW_SNR', 'LABELS', 'PUBLISHED_COLUMNS', 'PAPER_TASKS', 'resolve_sizes', 'split_counts', 'archive_mix',
+           'object_id', 'sample', 'WeakClassifier', 'weak_classifier', 'Rejection', 'rejection_sample',
+           'intrinsic_params', 'reobserve', 'sim_name', 'messages', 'overview', 'specvi_row', 'file_stem', 'set_info',
+           'write_set', 'dataset_card', 'build', 'load', 'benchmark_files', 'check_benchmark', 'export_published']
 
 # %% ../nbs/06a_bench.ipynb #f2e36bb5
-PUBLISHED_TRAIN = {"carbon": 671, "cv": 711, "gm": 658, "ss": 706, "wd": 618}    # SpecVI-Bench train rows per task
-PUBLISHED_TEST = {"carbon": 1321, "cv": 1458, "gm": 1321, "ss": 1442, "wd": 1212}  # SpecVI-Bench test rows per task
-SIZES = {  # profile -> sizes; train/test: rows per task (an int, or {task: rows}); the other sets: rows per file
-    "smoke": dict(train=8, test=11, cross_survey=11, cross_task=11, qso=11, cv_lowsnr=11, ratio=10,
-                  weak_train=30, archive_chunk=300, archive_max=50_000),
-    "cpu": dict(train=100, test=220, cross_survey=55, cross_task=110, qso=110, cv_lowsnr=110, ratio=10,
-                weak_train=200, archive_chunk=2000, archive_max=400_000),
-    "gpu": dict(train=PUBLISHED_TRAIN, test=PUBLISHED_TEST, cross_survey=550, cross_task=1100, qso=1100, cv_lowsnr=1100,
-                ratio=10, weak_train=500, archive_chunk=5000, archive_max=4_000_000)}
-SIZES["paper"] = SIZES["gpu"]
+SIZES = BENCHMARK  # profile -> sizes (`speco3.profiles.BENCHMARK`: plain data, read without this chapter)
 SIZE_DOCS = {"train": "rows per task in train_<task> (balanced)", "test": "rows per task in test_<task> (1 : ratio)",
              "cross_survey": "rows per task and survey in test_<task>_sdss / _desi (test objects re-observed)",
              "cross_task": "rows in each of test_ostar / test_bstar / test_astar", "qso": "rows in test_qso",

@@ -941,15 +941,15 @@ def sharegpt_dataset(path, # a ShareGPT folder (dataset_info.json or data_info.j
 
 
 # %% ../nbs/12_coldstart.ipynb #ffa68f61
-def open_coldstart(path # 03_cold_start's export folder, an authors' ShareGPT folder or file, or a Hub parquet export
+def open_coldstart(path # the project's export folder (trl/, export.json), an authors' ShareGPT folder or file, or a Hub parquet export
                   ) -> tuple:
     "(the SFT dataset, a description: n, per_task, per_label, drafter, review, style, source) of a cold-start set."
     path = Path(path)
-    if not path.exists(): raise FileNotFoundError(f"{path}: no cold-start set here (03_cold_start's export, or the authors' ShareGPT folder)")
+    if not path.exists(): raise FileNotFoundError(f"{path}: no cold-start set here (the project's export, or the authors' ShareGPT folder)")
     if (path / "trl").exists() and (path / "export.json").is_file():
-        return load_sft_dataset(path / "trl"), dict(json.loads((path / "export.json").read_text()), source="03_cold_start")
+        return load_sft_dataset(path / "trl"), dict(json.loads((path / "export.json").read_text()), source="speco3 export")
     if not is_sharegpt(path):
-        raise ValueError(f"{path}: not a cold-start set (neither 03_cold_start's export with trl/ and export.json, nor ShareGPT: "
+        raise ValueError(f"{path}: not a cold-start set (neither the project's export with trl/ and export.json, nor ShareGPT: "
                          "a data_info.json or dataset_info.json, a .json/.jsonl file, or parquet with a conversations column)")
     ds = load_sft_dataset(path)
     raw = ds.with_format(None).remove_columns(["messages", "images"]).to_pandas()  # provenance columns only: no images decoded
@@ -975,7 +975,7 @@ def shrink_coldstart(src, # a cold-start set in any form `open_coldstart` reads
     "A copy of `src` with `n` of its conversations (spread over tasks and answers), in the same form; returns `out`."
     src, out = Path(src), Path(out)
     if out.exists() and any(out.iterdir()): raise FileExistsError(f"{out} is not empty")
-    if (src / "trl").exists() and (src / "export.json").is_file():   # 03_cold_start's export
+    if (src / "trl").exists() and (src / "export.json").is_file():   # the project's export
         ds = load_sft_dataset(src / "trl")
         rows = ds.with_format(None).remove_columns(["messages", "images"]).to_list()
         keep = _spread([(r.get("task"), r.get("truth")) for r in rows], n)

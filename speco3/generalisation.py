@@ -152,7 +152,7 @@ def vet_sets(policy, # a Policy; a function returning one (called only when some
     return out, source
 
 # %% ../nbs/11d_generalisation.ipynb #82594b24
-UNTRAINED_TINY = "Tiny Qwen2.5-VL, untrained"  # 02_main_results' row: the random tiny model in runs/main-<profile>/tiny-base, 64 tokens a turn
+UNTRAINED_TINY = "Tiny Qwen2.5-VL, untrained"  # the main table's row: the random tiny model in runs/main-<profile>/tiny-base, 64 tokens a turn
 
 def _policy_files(folder, name):
     "The predictions files in `folder` holding `name`'s answers."
@@ -161,14 +161,15 @@ def _policy_files(folder, name):
 def learned_stages(out_dir, # the paper notebooks' output folder (results/ and runs/ under it)
                    profile:str # the profile they ran at
                   ) -> tuple[list, list]:
-    "(stages, notes): each learned stage 02_main_results, 04_sft and 05_grpo left — name, model, style, max_new_tokens, saved, made_by, trained (False for the base models) — and a line for each record that is missing or unusable."
+    "(stages, notes): each learned stage the paper notebooks left in results/main, sft and grpo — name, model, style, max_new_tokens, saved, made_by (that folder), trained (False for the base models) — and a line for each record that is missing or unusable."
     out = Path(out_dir); res = out / "results"
     stages, notes = [], []
-    def record(path, nb, what):
+    def record(path, what):
+        nb = f"the paper notebook writing results/{path.parent.name}/"
         if not path.exists():
             notes.append(f"{path.relative_to(out).as_posix()} is missing: run {nb} with this out_dir at profile {profile!r} for {what}"); return None
         try: s = json.loads(path.read_text())
-        except ValueError as e: raise ValueError(f"{path}: not the JSON record {nb} writes ({e}); run {nb} again") from None
+        except ValueError as e: raise ValueError(f"{path}: not a JSON record ({e}); run {nb} again") from None
         if s.get("profile") != profile:
             notes.append(f"{path.relative_to(out).as_posix()} is from profile {s.get('profile')!r}, not {profile!r}: {what} left out"); return None
         return s
@@ -184,18 +185,18 @@ def learned_stages(out_dir, # the paper notebooks' output folder (results/ and r
         saved = [f for d in ("main", "sft", "grpo") for f in _policy_files(res / d, name)]
         stages.append(dict(name=name, model=model, style=style, max_new_tokens=int(tokens), saved=saved, made_by=made_by, trained=trained))
     tiny = out / "runs" / f"main-{profile}" / "tiny-base"
-    if main := record(res / "main" / "run.json", "02_main_results.ipynb", "the untrained tiny model"):
-        add(UNTRAINED_TINY, tiny, main["params"]["style"], 64, "02_main_results", trained=False)
-    sft = record(res / "sft" / "summary.json", "04_sft.ipynb", "the base and SFT models")
-    grpo = record(res / "grpo" / "summary.json", "05_grpo.ipynb", "the SFT+GRPO model")
+    if main := record(res / "main" / "run.json", "the untrained tiny model"):
+        add(UNTRAINED_TINY, tiny, main["params"]["style"], 64, "main", trained=False)
+    sft = record(res / "sft" / "summary.json", "the base and SFT models")
+    grpo = record(res / "grpo" / "summary.json", "the SFT+GRPO model")
     if sft:
         ev, trained = sft["evaluation"], sft["training"]
         base = sft.get("base_model")
         add(next(k for k in ev["comparison"] if k not in trained), tiny if base is None else base, sft["style"],
-            64 if base is None else ev["max_new_tokens"], "04_sft", trained=False)   # 04_sft vets the random tiny model as 02 does
+            64 if base is None else ev["max_new_tokens"], "sft", trained=False)   # the SFT run vets the random tiny model as the main table does
         name = grpo["init_row"] if grpo and grpo.get("init_row") in trained else max(trained, key=lambda k: trained[k]["n_examples"])
-        add(name, trained[name]["model_dir"], sft["style"], ev["max_new_tokens"], "04_sft")
-    if grpo: add(f"{grpo['init_row']} + GRPO", grpo["training"]["model_dir"], grpo["style"], grpo["evaluation"]["max_new_tokens"], "05_grpo")
+        add(name, trained[name]["model_dir"], sft["style"], ev["max_new_tokens"], "sft")
+    if grpo: add(f"{grpo['init_row']} + GRPO", grpo["training"]["model_dir"], grpo["style"], grpo["evaluation"]["max_new_tokens"], "grpo")
     return stages, notes
 
 # %% ../nbs/11d_generalisation.ipynb #24233535
@@ -276,7 +277,7 @@ def real_mix_asks(real, # the real collection (`speco3.realmix.load_real`)
                   profile:str, # the paper notebooks' profile
                   tasks=None, # the questions; None: the five paper tasks at smoke and cpu (their time), every question at gpu and paper
                   n_spectra=None): # how many spectra, spread over the collection; None: every one (6 at smoke)
-    "(the spectra, the questions) a learned stage is asked in the real mix: one choice for `07_real_mix` and `05b_real_mix_sft`."
+    "(the spectra, the questions) a learned stage is asked in the real mix: one choice for every paper notebook that vets the real mix."
     tasks = list(tasks or (PAPER_TASKS if profile in ("smoke", "cpu") else TARGETS))
     n = int(n_spectra) if n_spectra is not None else (6 if profile == "smoke" else len(real))
     return real[::max(1, len(real) // n)][:n], tasks

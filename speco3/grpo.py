@@ -35,8 +35,8 @@ except ImportError as e:  # the model side is the `train` extra, not the core
 # %% auto #0
 __all__ = ['LARGEST_IMAGE', 'PROFILES', 'VLLM_MODES', 'LOGIT_BAN', 'SpectralToolEnv', 'demo_rows', 'grpo_example', 'grpo_rows',
            'grpo_dataset', 'assistant_text', 'make_reward', 'tool_turn_tokens', 'call_tokens', 'completion_budget',
-           'paper_processor', 'GRPOProfile', 'settle', 'batch_plan', 'grpo_args', 'profile_table', 'grpo_trainer',
-           'save_reward_curve', 'fifths', 'train_grpo', 'ban_tokens', 'check_vllm']
+           'paper_processor', 'settle', 'batch_plan', 'grpo_args', 'profile_table', 'grpo_trainer', 'save_reward_curve',
+           'fifths', 'train_grpo', 'ban_tokens', 'check_vllm']
 
 # %% ../nbs/14_grpo.ipynb #f9da7510
 class _Tool(dict):
@@ -265,55 +265,9 @@ def paper_processor():
     return install_template(QwenVLProcessor(Qwen2VLImageProcessorPil(min_pixels=3136, max_pixels=12845056), tiny_tokenizer()))
 
 # %% ../nbs/14_grpo.ipynb #867d74df
-@dataclass
-class GRPOProfile:
-    "The settings of one GRPO run; `train_grpo(..., **overrides)` changes any field."
-    name: str
-    model: str | None = None           # starting model when no `init` is given; None: a random tiny model (smoke) or init required
-    needs_init: bool = False           # refuse to start without an SFT checkpoint (`init`)
-    tiny_size: str = "tiny"            # speco3.tiny size of the random model built when neither init nor model is given
-    style: str = "spec-o3"             # renderer style of the overview and the zooms
-    num_generations: int = 8           # rollouts per question (G)
-    max_tool_calls: int = MAX_TOOL_CALLS  # tool calls answered per rollout, and TRL's max_tool_calling_iterations
-    prompts_per_step: int = 64         # questions per generation round (verl train_batch_size)
-    prompts_per_update: int = 32       # questions per optimiser step (verl ppo_mini_batch_size)
-    micro_batch: int = 8               # rollouts per forward/backward pass on one process
-    learning_rate: float = 1e-6
-    lr_scheduler_type: str = "constant"
-    warmup_steps: float = 0
-    weight_decay: float = 0.01         # verl's AdamW default
-    max_grad_norm: float = 1.0
-    beta: float = 0.0                  # KL coefficient: the paper uses none
-    epsilon: float = 0.2               # PPO clip range
-    loss_type: str = "dapo"            # token mean over the accumulated batch (verl token-mean)
-    temperature: float = 1.0
-    max_completion_length: int = 12288 # tokens after the prompt, tool turns and plots included (see completion_budget)
-    reasoning_tokens: int = 512        # R of completion_budget: reasoning allowance per turn
-    answer_tokens: int = 512           # A of completion_budget: the final turn
-    alpha: float = 0.2                 # format penalty of the reward
-    num_train_epochs: float = 3
-    max_steps: int = -1                # > 0: stop after this many optimiser steps
-    freeze_vision: bool = False        # freeze the vision tower and merger (verl trains them)
-    bf16: bool = True
-    master_fp32: bool = True           # with bf16: fp32 weights and optimizer state, bf16 compute (autocast); False: weights in bf16
-    activation_checkpointing: bool = True
-    logging_steps: float = 1
-    save_steps: float = 10             # verl save_freq
-    save_total_limit: int = 2
-    prompt: str = "paper"              # prompt style of the questions (`speco3.prompts.PROMPTS`); the trained model records it
+from .profiles import GRPOProfile, GRPO  # the settings per profile: plain data, read without torch
 
-PROFILES = {
-    "paper": GRPOProfile("paper", model="Qwen/Qwen2.5-VL-7B-Instruct", max_tool_calls=7, max_completion_length=32768),  # the authors' config: 8 assistant turns (7 zooms + the answer), response 32 768
-    "gpu": GRPOProfile("gpu", model="Qwen/Qwen2.5-VL-3B-Instruct", prompts_per_step=8, prompts_per_update=4, micro_batch=4,
-                       num_train_epochs=1, save_steps=20, max_tool_calls=7),  # the authors' 8 assistant turns, as at paper: 7 zooms + the answer
-    "cpu": GRPOProfile("cpu", needs_init=True, style="fast", num_generations=4, prompts_per_step=8, prompts_per_update=8,
-                       micro_batch=8, temperature=0.5, learning_rate=2e-5, weight_decay=0.0, max_completion_length=3584, reasoning_tokens=160,
-                       answer_tokens=160, max_steps=50, freeze_vision=True, bf16=False, activation_checkpointing=False,
-                       save_steps=10, prompt="brief"),
-    "smoke": GRPOProfile("smoke", style="fast", max_tool_calls=2, num_generations=2, prompts_per_step=2, prompts_per_update=2,
-                         micro_batch=4, learning_rate=1e-4, weight_decay=0.0, max_completion_length=768, reasoning_tokens=48, answer_tokens=48,
-                         max_steps=4, freeze_vision=True, bf16=False, activation_checkpointing=False, save_steps=2, prompt="brief"),
-}
+PROFILES = GRPO  # profile -> GRPOProfile
 
 _OURS = tuple(f.name for f in fields(GRPOProfile))
 _FIXED = ("output_dir", "seed", "data_seed", "per_device_train_batch_size", "gradient_accumulation_steps",

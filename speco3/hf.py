@@ -4,11 +4,11 @@
 
 # %% ../nbs/08b_hf.ipynb #b6363c9d
 from __future__ import annotations
-import json, re, time, zlib
+import json, os, re, sys, time, zlib
 from pathlib import Path
 from .policy import Episode, Policy
 from .prompts import chat_template as speco3_template, newest_plots, check_prompt
-from .profiles import share_cores
+from .profiles import CORES_ENV
 
 try:
     import torch
@@ -18,8 +18,25 @@ except ImportError as e:  # the model side is the `train` extra, not the core
     raise ImportError(f"speco3.hf needs torch and transformers ({e}); install them with: pip install 'speco3[train]'") from e
 
 # %% auto #0
-__all__ = ['KEEP_TOKENS', 'CONTEXT_FILE', 'QwenVLProcessor', 'load_processor', 'renders_tool_images', 'load_pretrained',
-           'load_model', 'model_name', 'save_context', 'saved_context', 'HFPolicy', 'ForceTokens']
+__all__ = ['KEEP_TOKENS', 'CONTEXT_FILE', 'share_cores', 'QwenVLProcessor', 'load_processor', 'renders_tool_images',
+           'load_pretrained', 'load_model', 'model_name', 'save_context', 'saved_context', 'HFPolicy', 'ForceTokens']
+
+# %% ../nbs/08b_hf.ipynb #af25d451
+_cores = {"read": None, "n": None}  # when the file was last read (time.monotonic), and what it said
+
+def share_cores(every:float=2.0 # seconds between two reads of the file
+               ) -> int|None: # the threads torch now uses, None when no plan shares the machine
+    "Follow the plan's share of the CPU: set torch's thread count to the number in `$SPECO3_CORES_FILE`. Without it, or before torch is imported, nothing."
+    path, torch = os.environ.get(CORES_ENV), sys.modules.get("torch")
+    if not path or torch is None: return None
+    now = time.monotonic()
+    if _cores["read"] is not None and now - _cores["read"] < every: return _cores["n"]
+    _cores["read"] = now
+    try: n = int(Path(path).read_text())
+    except (OSError, ValueError): return _cores["n"]  # not written yet: keep what there is
+    if n >= 1 and torch.get_num_threads() != n: torch.set_num_threads(n)
+    _cores["n"] = torch.get_num_threads()
+    return _cores["n"]
 
 # %% ../nbs/08b_hf.ipynb #6cf70c8b
 class QwenVLProcessor(Qwen2_5_VLProcessor):

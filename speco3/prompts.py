@@ -7,15 +7,15 @@ from __future__ import annotations
 import json, re
 from dataclasses import dataclass
 from importlib import resources
-from .tasks import PAPER_TASKS, OOD_TASKS
+from .tasks import PAPER_TASKS, OOD_TASKS, MAX_TOOL_CALLS
 from .tool import TOOL_NAME, TOOL_SCHEMA, EXAMPLE_CALL, MIN_WIDTH
 
 # %% auto #0
-__all__ = ['TASKS', 'MAX_TOOL_CALLS', 'SYSTEM_PROMPT', 'SYSTEM_PROMPT_NO_ZOOM', 'BRIEF_PROMPT', 'BRIEF_PROMPT_NO_ZOOM', 'PROMPTS',
-           'DEFAULT_SYSTEM', 'IMAGE_TOKEN', 'TEMPLATE_PATH', 'RESPONSE_TEMPLATE', 'RESPONSE_SCHEMA', 'Task',
-           'check_prompt', 'system_text', 'user_prompt', 'build_messages', 'check_row_prompt', 'row_messages',
-           'conclusion', 'chat_style', 'task_of', 'restyle', 'chat_template', 'render_chat', 'newest_plots',
-           'turn_examples', 'install_template']
+__all__ = ['TASKS', 'SYSTEM_PROMPT', 'SYSTEM_PROMPT_NO_ZOOM', 'BRIEF_PROMPT', 'BRIEF_PROMPT_NO_ZOOM', 'PROMPTS', 'DEFAULT_SYSTEM',
+           'IMAGE_TOKEN', 'TEMPLATE_PATH', 'RESPONSE_TEMPLATE', 'RESPONSE_SCHEMA', 'Task', 'check_prompt',
+           'system_text', 'user_prompt', 'build_messages', 'check_row_prompt', 'row_messages', 'conclusion',
+           'chat_style', 'task_of', 'restyle', 'chat_template', 'render_chat', 'newest_plots', 'turn_examples',
+           'install_template']
 
 # %% ../nbs/06_prompts.ipynb #babf225a
 @dataclass(frozen=True)
@@ -125,8 +125,6 @@ TASKS = {t.key: t for t in [
 ]}
 
 # %% ../nbs/06_prompts.ipynb #65241119
-MAX_TOOL_CALLS = 8  # the paper's budget of zooms per spectrum
-
 _CALL_EXAMPLE = f'<tool_call>{{"name": "{TOOL_NAME}", "arguments": {EXAMPLE_CALL}}}</tool_call>'
 _ANSWERS = (r"<answer>\boxed{YES}</answer> if the object belongs to the class, <answer>\boxed{NO}</answer> "
             "if it does not; write nothing after it")

@@ -14,18 +14,16 @@ from .simulate import simulate
 from .indices import measure, smooth_to, o2b_edge
 from .classify import LogisticRegression, binned_flux
 from .realmix import wilson
-from .profiles import check_profile
+from .profiles import check_profile, SIM_PER_CLASS  # simulated spectra per class, per profile
 
 # %% auto #0
-__all__ = ['SIM_PER_CLASS', 'KIND', 'SURVEY_SNR', 'JHC_FWHM', 'TEFF_SCALE', 'KIND_PARAM', 'LUM', 'INDICES', 'REASONS',
-           'CLASSIFIER_TASKS', 'FEATURES', 'COL', 'SHORT', 'sim_per_class', 'describe', 'm_subtype', 'survey_snr',
-           'keep', 'real_sample', 'o2b_gauge', 'native_fwhm', 'type_value', 'lum_value', 'setup', 'observe_like',
-           'twins', 'measure_real', 'twin_rows', 'ks_2samp', 'compare', 'comparisons', 'check_p', 'explain',
-           'fit_predict', 'sim_trained', 'paired', 'figure']
+__all__ = ['KIND', 'SURVEY_SNR', 'JHC_FWHM', 'TEFF_SCALE', 'KIND_PARAM', 'LUM', 'INDICES', 'REASONS', 'CLASSIFIER_TASKS',
+           'FEATURES', 'COL', 'SHORT', 'sim_per_class', 'describe', 'm_subtype', 'survey_snr', 'keep', 'real_sample',
+           'o2b_gauge', 'native_fwhm', 'type_value', 'lum_value', 'setup', 'observe_like', 'twins', 'measure_real',
+           'twin_rows', 'ks_2samp', 'compare', 'comparisons', 'check_p', 'explain', 'fit_predict', 'sim_trained',
+           'paired', 'figure']
 
 # %% ../nbs/08e_realism.ipynb #b9e7eb7d
-SIM_PER_CLASS = {"smoke": 12, "cpu": 150, "gpu": 300, "paper": 300}  # profile -> simulated spectra per class, per use
-
 def sim_per_class(profile:str # smoke, cpu, gpu or paper
                  ) -> int:
     "Simulated spectra per class at `profile`."

@@ -8,7 +8,8 @@ import csv, json
 from dataclasses import asdict, fields, replace
 from pathlib import Path
 from .tiny import build_tiny
-from .profiles import check_profile, share_cores
+from .profiles import check_profile
+from .hf import share_cores
 
 try:
     from transformers.trainer_utils import get_last_checkpoint

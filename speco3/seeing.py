@@ -9,7 +9,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
-from .profiles import check_profile, share_cores
+from .profiles import check_profile, PERCEPTION  # the stage's sizes per profile
 from .io import run_lock
 from .expert import LIMITS, measurements, decide, covered_windows, ScriptedExpertPolicy
 from .prompts import TASKS, PAPER_TASKS
@@ -17,8 +17,8 @@ from .tool import SpectralVisualizationTool, TOOL_NAME
 
 # %% auto #0
 __all__ = ['L', 'LINE_STATES', 'HEAD_STATES', 'C2_STATES', 'OVERVIEW', 'FEATURES', 'READING_PLAN', 'PROMPT_OVERVIEW', 'STATES',
-           'WORDS', 'RARE', 'RARE_STEP', 'DECIDE_STEP', 'LAYOUT', 'PERCEPTION', 'Feature', 'seen', 'caption', 'plain',
-           'tool_call', 'said_overview', 'said_zoom', 'said_next', 'SeeingExpert', 'reading_plan', 'zoom_prompt',
+           'WORDS', 'RARE', 'RARE_STEP', 'DECIDE_STEP', 'LAYOUT', 'Feature', 'seen', 'caption', 'plain', 'tool_call',
+           'said_overview', 'said_zoom', 'said_next', 'SeeingExpert', 'reading_plan', 'zoom_prompt',
            'perception_examples', 'iter_perception_examples', 'plot_image', 'linear_patches', 'pooled_tokens',
            'train_eyes', 'heads_accuracy', 'perception_chats', 'balanced', 'train_words', 'rare_examples', 'train_rare',
            'survey_like_samples', 'train_decide', 'parse_caption', 'plot_chat', 'read_plots', 'caption_scores',
@@ -360,6 +360,7 @@ def train_eyes(model_dir, # a Qwen2.5-VL folder (e.g. `speco3.tiny.build_tiny`'s
         if {k: rec.get(k) for k in want} == want: return rec | {"model_dir": str(out / "model")}  # where it lies now, not where it was run from
         raise ValueError(f"{out}: holds an eyes run of {', '.join(f'{k}={rec.get(k)}' for k in want)}, not "
                          f"{', '.join(f'{k}={v}' for k, v in want.items())}; use another folder")
+    from speco3.hf import share_cores  # the runtime layer: torch is loaded by now
     model, processor = load_tiny(model_dir)
     linear_patches(model)
     torch.manual_seed(seed)
@@ -712,20 +713,6 @@ def said_in_trajectories(records, # trajectory records (`speco3.agent.read_traje
     return ex, said
 
 # %% ../nbs/13a_seeing.ipynb #ed7947fc
-PERCEPTION = {  # profile -> sizes of the perception stage (gpu and paper start from a real VLM and skip it)
-    "smoke": dict(n_per_task=2, n_test_per_task=1, zooms=2, eyes_epochs=1, eyes={}, words=dict(max_steps=4),
-                  rare=dict(n_per_task=1, max_steps=2), decide=dict(n_pos=1, n_neg=1, zooms=2, n=4, max_steps=2)),
-    "cpu":   dict(n_per_task=200, n_test_per_task=20, zooms="task", eyes_epochs=10, eyes=dict(batch_size=8, lr=5e-4),
-                  words=dict(num_train_epochs=2, freeze_vision=False), rare=dict(n_per_task=600),
-                  decide=dict(n_pos=200, n_neg=400, zooms=3, n=12000)),
-}  # cpu: every window of the task as a zoom, small batches (more steps: the tower's zoom reading starts after a plateau),
-   # 10 epochs (at a constant rate, the first 10 of the fc4c7ab run's 15: held-out states 84.2 % right at 10, 84.1 % at 15);
-   # words: the tower and merger learn along, two epochs; rare: 600 spectra per RARE task (about 2 400 zooms) and as many
-   # replayed plots, one epoch; decide: 200 positives and 400 archive-mix negatives per task (`survey_like_samples`), their
-   # overview and 3 zooms (about 12 000 plots), 12 000 balanced draws for two epochs (1 500 steps). One epoch in words and
-   # one in decide: SFT 28.5 against 35.0 (see the deciding-states section). The layout step (`train_layout`, e.g.
-   # layout=dict(n_layout=4000, n_plain=1600)) runs when a profile names it; none does (see above)
-
 def _examples(folder, made_with, make):
     """Perception examples cached in `folder` (images as PNG, the rest as JSON), made by `make()` (a list or an iterator)
     when absent; `made_with` must match. Each example's `image` is its PNG's path (`plot_image` decodes it): thousands of
@@ -765,7 +752,7 @@ def perception_plots(run_dir, # folder of the stage (`run_perception`'s)
                      which=("train", "test", "rare", "decide"), # the example folders wanted (rare, decide: when the profile has the step)
                      **sizes) -> dict: # overrides of PERCEPTION[profile]
     """The stage's perception examples by folder, each made when absent (`_examples`: under a lock, so a second process
-    making the same plots, e.g. `03c_perception_control` beside `03b_perception`, waits for them and reads them)."""
+    making the same plots, e.g. the perception control beside the perception run, waits for them and reads them)."""
     from speco3.coldstart import simulate_samples
     check_profile(profile, PERCEPTION, "perception", "gpu and paper start from a real VLM")
     p, run, out = {**PERCEPTION[profile], **sizes}, Path(run_dir), {}
@@ -849,14 +836,14 @@ def run_perception(run_dir, # folder of the stage: examples, base model, eyes, w
 def perception_model(run_dir): # a perception run folder
     "The model folder a finished perception run ends with (what SFT starts from); a one-line error when there is none."
     pointer = Path(run_dir) / "model.json"
-    if not pointer.exists(): raise FileNotFoundError(f"{run_dir}: no finished perception run here (run 03b_perception / run_perception first)")
+    if not pointer.exists(): raise FileNotFoundError(f"{run_dir}: no finished perception run here (run the perception stage first: run_perception)")
     return Path(run_dir) / json.loads(pointer.read_text())["model_dir"]
 
 # %% ../nbs/13a_seeing.ipynb #b9fc0157
 def load_examples(folder): # train/ or test/ of a perception run
     "The perception examples a run left in `folder`; a one-line error when there are none."
     stamp = Path(folder) / "made_with.json"
-    if not stamp.exists(): raise FileNotFoundError(f"{folder}: no perception examples here (run 03b_perception / run_perception first)")
+    if not stamp.exists(): raise FileNotFoundError(f"{folder}: no perception examples here (run the perception stage first: run_perception)")
     return _examples(folder, json.loads(stamp.read_text()), None)
 
 def replay_chats(run_dir, # a perception run folder (`run_perception`'s run_dir)

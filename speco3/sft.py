@@ -28,9 +28,9 @@ except ImportError as e:  # the model side is the `train` extra, not the core
 
 # %% auto #0
 __all__ = ['PROFILES', 'ACCELERATE_CONFIGS', 'LORA_TARGETS', 'conversation_to_example', 'demo_conversations', 'sft_dataset',
-           'stored_chats', 'as_sft_dataset', 'one_turn_dataset', 'mix_in', 'SFTProfile', 'profile_table',
-           'accelerate_config', 'settle', 'lora_config', 'split_vision_groups', 'restyled', 'accumulation', 'sft_args',
-           'sft_trainer', 'trained_spans', 'assistant_spans', 'save_loss_curve', 'train_sft']
+           'stored_chats', 'as_sft_dataset', 'one_turn_dataset', 'mix_in', 'profile_table', 'accelerate_config',
+           'settle', 'lora_config', 'split_vision_groups', 'restyled', 'accumulation', 'sft_args', 'sft_trainer',
+           'trained_spans', 'assistant_spans', 'save_loss_curve', 'train_sft']
 
 # %% ../nbs/13_sft.ipynb #055c0092
 _CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
@@ -191,47 +191,9 @@ def mix_in(data, # what `as_sft_dataset` accepts: the trajectories
     return as_sft_dataset(rows)
 
 # %% ../nbs/13_sft.ipynb #0f5dc993
-@dataclass
-class SFTProfile:
-    "The settings of one SFT run; `train_sft(..., **overrides)` changes any field."
-    name: str
-    model: str | None = None           # base model folder or hub id; None: build the tiny model into out_dir/base
-    tiny_size: str = "tiny"            # speco3.tiny size when model is None
-    freeze_vision: bool = True         # freeze the vision tower and its merger/projector (the paper does)
-    vision_lr: float | None = None     # when they train: their learning rate (None: learning_rate, like the rest)
-    learning_rate: float = 2e-5
-    num_train_epochs: float = 5
-    max_steps: int = -1                # > 0: stop after this many optimiser steps, whatever the epochs
-    lr_scheduler_type: str = "cosine"
-    warmup_steps: float = 0.05         # < 1: a fraction of all steps
-    per_device_train_batch_size: int = 4
-    gradient_accumulation_steps: int = 1  # used when global_batch is None
-    global_batch: int | None = None    # conversations per optimiser step over all processes; accumulation = global_batch / (per-device batch x processes)
-    master_fp32: bool = True           # with bf16: fp32 weights and optimizer state (master weights), bf16 compute; False: weights kept in bf16
-    max_length: int | None = 32768     # tokens per conversation (None: no truncation)
-    bf16: bool = True
-    activation_checkpointing: bool = True
-    weight_decay: float = 0.0
-    max_grad_norm: float = 1.0
-    logging_steps: float = 5
-    save_steps: float = 200            # a checkpoint every this many steps (resume starts from the last)
-    save_total_limit: int = 2
-    lora_r: int = 64                   # LoRA (lora=True): rank, scale and dropout of the adapters
-    lora_alpha: int = 128
-    lora_dropout: float = 0.05
-    keep_plots: int | None = None      # None: every plot in view (all profiles); k: one example per reply, newest k plots only
-    replay: float = 0.0                # perception chats mixed in per trajectory (04_sft, from the perception model only; `mix_in`)
-    replay_layout: bool = False        # replay each plot where the agent sees it, after an overview (`seeing.layout_chats`), not alone
-    prompt: str = "paper"              # prompt style learnt (`speco3.prompts.PROMPTS`): agent chats are restyled to it, the model records it
+from .profiles import SFTProfile, SFT  # the settings per profile: plain data, read without torch
 
-PROFILES = {
-    "paper": SFTProfile("paper", model="Qwen/Qwen2.5-VL-7B-Instruct", global_batch=32),  # the authors': 4 per device x 8 GPUs
-    "gpu": SFTProfile("gpu", model="Qwen/Qwen2.5-VL-3B-Instruct", global_batch=32, save_steps=100),
-    "cpu": SFTProfile("cpu", learning_rate=1e-3, num_train_epochs=5, max_length=None, bf16=False, freeze_vision=False,
-                      activation_checkpointing=False, save_steps=100, prompt="brief"),  # the miniature's eyes learn along (see below)
-    "smoke": SFTProfile("smoke", learning_rate=1e-3, num_train_epochs=1, max_steps=8, warmup_steps=0, per_device_train_batch_size=2,
-                        max_length=None, bf16=False, activation_checkpointing=False, logging_steps=1, save_steps=4, prompt="brief"),
-}
+PROFILES = SFT  # profile -> SFTProfile
 
 _FIXED = ("output_dir", "assistant_only_loss", "seed", "data_seed")  # train_sft sets these itself
 _OURS = ("name", "model", "tiny_size", "global_batch", "master_fp32", "freeze_vision", "vision_lr", "lora_r", "lora_alpha", "lora_dropout", "keep_plots", "replay", "replay_layout", "prompt")  # not SFTConfig's

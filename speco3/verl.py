@@ -19,8 +19,8 @@ from .bench import file_stem, set_info
 # %% auto #0
 __all__ = ['ROLLOUT_N', 'LEARNING_RATE', 'TOTAL_EPOCHS', 'MAX_PROMPT_LENGTH', 'MAX_RESPONSE_LENGTH', 'MAX_ASSISTANT_TURNS',
            'MAX_TOOL_RESPONSE_LENGTH', 'AGENT_WORKERS', 'PROFILES', 'IMAGE_TOKENS', 'TOOL_REPLY_TOKENS',
-           'ASSISTANT_TOKENS', 'REWARD_MODULE', 'TOOL_MODULE', 'TOOL_CLASS', 'VERL_REQUIREMENTS', 'VerlProfile',
-           'image_tokens', 'response_length', 'grpo_config', 'tool_config', 'core_requirements', 'export_verl']
+           'ASSISTANT_TOKENS', 'REWARD_MODULE', 'TOOL_MODULE', 'TOOL_CLASS', 'VERL_REQUIREMENTS', 'image_tokens',
+           'response_length', 'grpo_config', 'tool_config', 'core_requirements', 'export_verl']
 
 # %% ../nbs/15_verl.ipynb #d684376f
 ROLLOUT_N = 8             # rollouts per question (GRPO group size)
@@ -32,24 +32,9 @@ MAX_ASSISTANT_TURNS = 8   # the authors' multi_turn.max_assistant_turns: 7 zooms
 MAX_TOOL_RESPONSE_LENGTH = 1024  # the authors' multi_turn.max_tool_response_length (characters of tool text)
 AGENT_WORKERS = 8         # rollout.agent.num_workers: verl's default; the authors' config has 2 (see "The authors' recipe")
 
-@dataclass(frozen=True)
-class VerlProfile:
-    "The settings of a verl GRPO run that depend on the machine; the method's settings are module constants."
-    name: str
-    model: str                    # base model: in a real run the SFT output folder; a hub id or local folder
-    gpus_per_node: int            # GPUs on each node
-    tensor_parallel: int          # GPUs per rollout engine (SGLang tensor parallelism)
-    train_batch_size: int         # questions per training step (each rolled out ROLLOUT_N times)
-    ppo_mini_batch_size: int      # questions per optimiser step
-    gpu_memory_utilization: float # share of GPU memory the rollout engine may take
-    offload: bool                 # FSDP parameter and optimizer offload to CPU memory
+from .profiles import VerlProfile, VERL  # the settings per profile: plain data
 
-PROFILES = {
-    "paper": VerlProfile("paper", "Qwen/Qwen2.5-VL-7B-Instruct", gpus_per_node=8, tensor_parallel=2,
-                         train_batch_size=64, ppo_mini_batch_size=32, gpu_memory_utilization=0.65, offload=True),
-    "gpu": VerlProfile("gpu", "Qwen/Qwen2.5-VL-3B-Instruct", gpus_per_node=1, tensor_parallel=1,
-                       train_batch_size=16, ppo_mini_batch_size=8, gpu_memory_utilization=0.5, offload=True),
-}
+PROFILES = VERL  # profile -> VerlProfile
 
 def _profile(profile):
     "The VerlProfile called `profile` (or a VerlProfile itself), with an error that says where CPU runs go."

@@ -54,7 +54,7 @@ def fixture(tmp_path_factory):
 
 
 def test_the_fixture_is_in_both_published_layouts(fixture):
-    from speco3.reproduce import check_inputs
+    from speco3.paper import check_inputs
     got = check_inputs(data=fixture / "SpecVI-Bench", coldstart=fixture / "ColdStartSFT")
     assert got["data"]["files"] == 10 and got["data"]["rows"] == 40 and got["data"]["yes"] == 20
     assert got["coldstart"]["drafter"].startswith("the authors'") and set(got["coldstart"]["per_task"]) <= {"carbon", "cv", "gm", "ss", "wd"}
@@ -66,7 +66,7 @@ def test_the_fixture_is_in_both_published_layouts(fixture):
 def test_toy_shrinks_the_inputs_into_copies_of_the_same_form(fixture, tmp_path):
     params = {"data_dir": str(fixture / "SpecVI-Bench"), "coldstart_dir": str(fixture / "ColdStartSFT")}
     sizes, got, record = run_papers.toy_sizes("paper", params, tmp_path)
-    from speco3.reproduce import check_inputs
+    from speco3.paper import check_inputs
     small = check_inputs(data=got["data_dir"], coldstart=got["coldstart_dir"], model=got["model"])
     assert small["data"]["rows"] == 10 * record["data_rows"] and small["coldstart"]["n"] == record["coldstart_n"]
     assert small["model"]["model_type"] == "qwen2_5_vl" and Path(got["data_dir"]).name == "toy-SpecVI-Bench"

@@ -16,7 +16,7 @@ def _rows(task="qso", n=2):
 def test_broken_summary_names_file_and_notebook(tmp_path):
     (tmp_path / "results" / "sft").mkdir(parents=True)
     (tmp_path / "results" / "sft" / "summary.json").write_text("{not json")
-    with pytest.raises(ValueError, match=r"summary.json: not the JSON record 04_sft.ipynb writes .*run 04_sft.ipynb again"):
+    with pytest.raises(ValueError, match=r"summary.json: not a JSON record .*run the paper notebook writing results/sft/ again"):
         learned_stages(tmp_path, "smoke")
 
 
@@ -27,7 +27,7 @@ def test_nothing_run_yet_gives_notes_not_rows(tmp_path):
 
 
 def test_stage_without_model_or_answers_answers_nothing(tmp_path):
-    stage = dict(name="Gone", model=None, style="fast", max_new_tokens=8, saved=[], made_by="04_sft")
+    stage = dict(name="Gone", model=None, style="fast", max_new_tokens=8, saved=[], made_by="sft")
     got, source = vet_learned(stage, _rows(), tmp_path / "runs")
     assert got == {} and source["qso-lamost"].startswith("no answers") and not (tmp_path / "runs").exists()
 

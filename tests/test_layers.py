@@ -38,3 +38,22 @@ def test_core_imports_no_framework():
             f"bad = [f for f in {FRAMEWORKS!r} if f in sys.modules]\nprint(','.join(bad))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "", f"importing the core pulled in {out}"
+
+
+def test_profiles_read_without_framework():
+    "Every stage's settings per profile are plain data: reading them all, and the table, loads no framework (nor importlib)."
+    code = ("import sys\nimport speco3.profiles as p\n"
+            "per = {s: p.stage_settings(s) for s in p.STAGES}\nt = p.table()\n"
+            "assert set(per) >= {'benchmark', 'sft', 'grpo', 'verl'} and len(t) > 50, (list(per), len(t))\n"
+            f"print(','.join(f for f in {FRAMEWORKS!r} if f in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "", f"reading speco3.profiles pulled in {out}"
+    assert "importlib" not in (LIB / "profiles.py").read_text(), "speco3.profiles reads settings through importlib"
+
+
+def test_no_module_names_a_paper_notebook():
+    "The library knows no paper notebook: which waits for which is nbs/paper/plan.yaml, beside them."
+    names = sorted(p.stem for p in (LIB.parent / "nbs" / "paper").glob("[0-9]*.ipynb"))
+    assert len(names) > 10, names
+    found = {m: [n for n in names if n in (LIB / f"{m}.py").read_text()] for m in MODULES}
+    assert not {m: n for m, n in found.items() if n}, f"library modules naming paper notebooks: {found}"

@@ -125,7 +125,7 @@ def test_strict_reading_first_lenient_beside():
 def test_file_of_a_policy_without_tool_calls(tmp_path):
     "A baseline's predictions file (no tool calls, no format verdict: blank cells) reads back and scores, alone and in the main table."
     from speco3.metrics import write_predictions, read_predictions
-    from speco3.reproduce import save_predictions, main_table_from
+    from speco3.paper import save_predictions, main_table_from
     recs = [dict(sample_id=f"{t}{i}", task=t, truth=truth, prediction=pred) for t in PAPER_TASKS
             for i, (truth, pred) in enumerate([("YES", "YES"), ("NO", "NO"), ("NO", "YES"), ("YES", "NO")])]
     back = read_predictions(write_predictions(tmp_path / "p.csv", recs, policy="GaiaNet-like"))

@@ -1,4 +1,4 @@
-"""`vet_model(..., endpoint=URL)` (speco3.reproduce, nbs/90_reproduce.ipynb) against the fake OpenAI-compatible server of
+"""`vet_model(..., endpoint=URL)` (speco3.paper, nbs/90b_paper.ipynb) against the fake OpenAI-compatible server of
 test_remote.py: each request names the model as `vllm serve MODEL_DIR` serves it, decodes greedily and stops after a
 tool call as HFPolicy does, and asks in the prompt style and plot window the model folder records. Rendered with our
 chat template the way vLLM renders a chat with `--chat-template-content-format openai` (text and image parts in
@@ -22,7 +22,7 @@ from speco3.agent import Sample
 from speco3.hf import HFPolicy, save_context
 from speco3.prompts import BRIEF_PROMPT, chat_template, newest_plots
 from speco3.remote import OpenAIPolicy
-from speco3.reproduce import vet_model
+from speco3.paper import vet_model
 from speco3.tiny import build_tiny
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py

@@ -231,9 +231,9 @@ def test_the_brief_style_is_learnt_and_recorded(unbroken, chats):
 
 
 def test_small_sft_two_askers_get_one_run(chats, tmp_path, capsys):
-    "04_sft and 04a_ablation_runs ask for the small-set SFT at once (`speco3.reproduce.small_sft`): trained and vetted once, both read it."
+    "04_sft and 04a_ablation_runs ask for the small-set SFT at once (`speco3.paper.small_sft`): trained and vetted once, both read it."
     import threading
-    from speco3.reproduce import small_sft, small_set
+    from speco3.paper import small_sft, small_set
     full = as_sft_dataset(chats)
     from speco3.coldstart import simulate_samples
     test_rows = simulate_samples(1, tasks=("cv",), seed=5)  # one spectrum to vet

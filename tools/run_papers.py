@@ -1,5 +1,5 @@
 """Run the paper notebooks (nbs/paper/[0-9]*.ipynb, or those named) with papermill at one profile, two at a time
-where they do not wait on each other (speco3.reproduce.PAPER_DEPS; one that times things runs alone), each into
+where they do not wait on each other (nbs/paper/plan.yaml, run by speco3.schedule; one that times things runs alone), each into
 DEST/<name>.ipynb with its log beside it.
 Used by bin/reproduce and bin/test; exits 1 when a notebook failed (those waiting for it do not run).
 Usage: python tools/run_papers.py --profile P --out-dir D --dest DEST [--jobs N] [--keep DIR] [--summary FILE] [--inline-figures]
@@ -16,14 +16,17 @@ Usage: python tools/run_papers.py --profile P --out-dir D --dest DEST [--jobs N]
   with two cores or more (each notebook's model work uses one thread), 1 at gpu and paper (one accelerator; a --toy run
   on a machine without CUDA as at cpu);
   SPECO3_JOBS overrides the default. DEST/cores says how many CPU threads each running notebook may use, so one that
-  runs alone trains on every core (speco3.profiles.share_cores). After a complete run (every paper notebook, each
-  finished) the files under results/<target>/ and figures/ that it did not rewrite are removed (speco3.reproduce.stale_outputs)."""
+  runs alone trains on every core (speco3.hf.share_cores). After a complete run (every paper notebook, each
+  finished) the files under results/<target>/ and figures/ that it did not rewrite are removed (speco3.records.stale_outputs)."""
 import argparse, ast, json, os, signal, sys
 from pathlib import Path
 
 root = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(root))
-from speco3.reproduce import PAPER_ALONE, paper_plan, run_plan, keep_notebook, write_reproduce_summary, stale_outputs
+from speco3.records import keep_notebook, write_reproduce_summary, stale_outputs
+from speco3.schedule import read_plan, plan_for, run_plan
+
+PLAN = root / "nbs" / "paper" / "plan.yaml"  # which paper notebook waits for which, and which run alone
 
 def default_jobs(profile, toy=False):
     if os.environ.get("SPECO3_JOBS"): return int(os.environ["SPECO3_JOBS"])
@@ -93,7 +96,7 @@ def main():
     params = dict(x.split("=", 1) for x in a.param)
     given = {k: params[v] for k, v in (("data", "data_dir"), ("coldstart", "coldstart_dir"), ("model", "model")) if v in params}
     if given:  # an author's inputs: checked before any notebook starts (a wrong folder costs seconds, not a training run)
-        from speco3.reproduce import check_inputs
+        from speco3.paper import check_inputs
         try: print("inputs: " + json.dumps(check_inputs(**given)), flush=True)
         except (OSError, ValueError) as e: sys.exit(f"run_papers: {e}")
     paper = root / "nbs" / "paper"
@@ -105,7 +108,9 @@ def main():
         inputs["processes"] = a.processes
     names = [Path(n).stem for n in a.notebooks] or sorted(f.stem for f in paper.glob("[0-9]*.ipynb"))
     if absent := [n for n in names if not (paper / f"{n}.ipynb").exists()]: sys.exit(f"run_papers: no notebook {', '.join(absent)} in nbs/paper")
-    plan, jobs = paper_plan(names), a.jobs or (1 if a.processes > 1 else default_jobs(a.profile, a.toy))
+    try: waits, alone = read_plan(PLAN); plan = plan_for(names, waits, PLAN.relative_to(root).as_posix())
+    except (OSError, ValueError) as e: sys.exit(f"run_papers: {e}")
+    jobs = a.jobs or (1 if a.processes > 1 else default_jobs(a.profile, a.toy))
     dest = Path(a.dest).resolve(); dest.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     if a.inline_figures: env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"  # figures kept in the executed notebook
@@ -115,7 +120,7 @@ def main():
                     *extra_params(n, paper / f"{n}.ipynb", params), *yaml_params(n, paper / f"{n}.ipynb", sizes)] for n in names}
     print(f"{len(names)} paper notebooks at profile {a.profile}, {jobs} at a time; executed notebooks and logs in {rel(dest)}/", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # killed: run_plan stops the notebooks it started, kernels included
-    out = run_plan(commands, plan, jobs=jobs, log_dir=dest, env=env, cwd=root, alone=PAPER_ALONE, say=lambda s: print(s, flush=True),
+    out = run_plan(commands, plan, jobs=jobs, log_dir=dest, env=env, cwd=root, alone=alone, say=lambda s: print(s, flush=True),
                    cores_file=dest / "cores")
     done = {f"{n}.ipynb": out[n]["end"] - out[n]["start"] for n in sorted(out) if out[n]["status"] == "ok"}
     if a.keep:
