@@ -195,11 +195,15 @@ def vet_model(model_dir, # a model folder HFPolicy loads (a trained run's model/
               max_new_tokens=320, # per assistant turn
               seed=0, # sampling seed (greedy decoding does not use it)
               zoom=True, # False: the no-tool ablation (the model sees the overview only)
-              endpoint=None, # None: HFPolicy in this process; an OpenAI-compatible API root (e.g. `vllm serve`'s http://HOST:8000/v1): that server
+              endpoint=None, # None: HFPolicy in this process; "vllm": `vllm serve` started on `model_dir` for this call (`speco3.serve`); an OpenAI-compatible API root (e.g. http://HOST:8000/v1): that server
               served_name=None # with `endpoint`: the name the server serves `model_dir` under (None: str(model_dir))
              ) -> tuple[list, dict]:
     "(trajectory records, run summary with the policy's generation statistics) of `model_dir` on `samples`."
     from speco3.agent import run, read_trajectories
+    if endpoint == "vllm":   # the model may have been trained a moment ago: serve it for this call, then stop the server
+        from speco3.serve import vllm_server
+        with vllm_server(model_dir, Path(run_dir) / "vllm.log") as root:
+            return vet_model(model_dir, samples, run_dir, style, max_new_tokens, seed, zoom, root, served_name)
     if endpoint:
         policy = served_policy(model_dir, endpoint, max_new_tokens, seed, served_name)
         summary = run(samples, policy, run_dir, progress=False, style=style, zoom=zoom, batch_size=SERVED_BATCH)

@@ -23,7 +23,8 @@ def reproduce(*args):
     (("gpu", "--data", "/no/such/snapshot"), "--data /no/such/snapshot: no such file or folder"),
     (("gpu", "--gpus", "two"), "--gpus needs a number of GPUs"),
     (("cpu", "--toy"), "--toy is for gpu and paper"),
-    (("gpu", "--frobnicate"), "unknown argument '--frobnicate'")])
+    (("gpu", "--frobnicate"), "unknown argument '--frobnicate'"),
+    (("gpu", "--endpoint", "http://localhost:8000/v1"), "--endpoint takes 'vllm'")])
 def test_reproduce_refuses_bad_arguments_before_anything_runs(args, said):
     r = reproduce(*args)
     assert r.returncode == 2 and said in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
@@ -37,6 +38,14 @@ def test_parameters_reach_only_the_notebooks_that_declare_them():
     y = run_papers.yaml_params("08_baselines", PAPER / "08_baselines.ipynb", {"train_size": "smoke", "n_traj": 4})
     assert y[0] == "-y" and "train_size: smoke" in y[1] and "n_traj" not in y[1]
     assert run_papers.yaml_params("00_tool_gallery", PAPER / "00_tool_gallery.ipynb", {"n_traj": 4}) == []
+
+
+def test_endpoint_reaches_every_notebook_that_vets_a_trained_model():
+    vets = {nb.stem for nb in PAPER.glob("[0-9]*.ipynb") if "vet_model(" in nb.read_text()}
+    assert vets and {nb for nb in vets if "endpoint" in run_papers.declared(PAPER / f"{nb}.ipynb")} == vets
+    for nb in vets:  # each call hands it on
+        calls = (PAPER / f"{nb}.ipynb").read_text().count("vet_model(")
+        assert (PAPER / f"{nb}.ipynb").read_text().count("endpoint=endpoint") == calls, nb
 
 
 def test_every_toy_size_is_declared_by_some_notebook():

@@ -99,3 +99,29 @@ def test_served_name_and_bad_endpoint(model_dir, tmp_path):
     assert {r["body"]["model"] for r in fake.requests} == {"spec-o3"}
     with pytest.raises(ValueError, match="not an http"):
         vet_model(model_dir, [], tmp_path / "r2", endpoint="localhost:8000")
+
+
+def test_endpoint_vllm_serves_the_model_for_the_call_and_stops_it(model_dir, tmp_path, monkeypatch):
+    "`endpoint='vllm'` starts `vllm serve MODEL_DIR` (here tests/fake_vllm.py on PATH), vets through it, and stops it."
+    import os, stat, sys, urllib.request
+    from pathlib import Path
+    bin_dir = tmp_path / "bin"; bin_dir.mkdir()
+    fake = bin_dir / "vllm"
+    fake.write_text((Path(__file__).parent / "fake_vllm.py").read_text().replace("/usr/bin/env python3", sys.executable, 1))
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    recs, summary = vet_model(model_dir, [Sample(f"toy-{i}", "cv", spectrum(), "YES") for i in range(2)], tmp_path / "run",
+                              endpoint="vllm")
+    assert [(r["status"], r["prediction"]) for r in recs] == [("answered", "NO")] * 2   # the fake server's answer
+    assert summary["generation"]["n_ok"] == 2
+    log = (tmp_path / "run" / "vllm.log").read_text()
+    assert f"fake vllm serving {model_dir} on" in log and log.count("request POST /v1/chat/completions") == 2
+    port = int(log.split(" on ", 1)[1].split()[0])
+    with pytest.raises(OSError):   # the server is gone once the call returned
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2)
+
+
+def test_endpoint_vllm_without_vllm_is_one_line(model_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))   # no vllm command anywhere
+    with pytest.raises(FileNotFoundError, match="no `vllm` command here"):
+        vet_model(model_dir, [Sample("toy", "cv", spectrum(), "YES")], tmp_path / "run", endpoint="vllm")
