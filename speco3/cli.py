@@ -76,6 +76,8 @@ def _vet(a):
     from speco3.agent import run, sample_id
     items = _vet_items(a)
     kw = _policy_options(a)
+    if a.rank or a.recall is not None or a.calibrate:
+        from speco3.triage import check_request; check_request(a.policy, a.rank, a.recall, a.calibrate)
     policy = make_policy(a.policy, **kw)
     batch = max(a.batch_size, a.concurrency or 0)  # a batch holds at least --concurrency samples, so that many requests can be in flight
     opts = dict(task=a.task, batch_size=batch, worker_policy=partial(make_policy, a.policy, **kw), progress=not a.quiet,
@@ -83,7 +85,15 @@ def _vet(a):
                 judge_check=not a.no_judge_check)
     summary = _on_cluster(items, policy, a, opts) if a.cluster else run(items, policy, a.out, jobs=a.jobs, **opts)
     _write_tables(a.out)
-    return _closing(a.out, {sample_id(i) for i in items}, summary.get("n_retried", 0))
+    code = _closing(a.out, {sample_id(i) for i in items}, summary.get("n_retried", 0))
+    if code == 0 and (a.rank or a.recall is not None): _triage(a, items)
+    return code
+
+def _triage(a, items):
+    "`--rank` / `--recall R --calibrate LABELLED`: ranked.csv and triage.json in --out (speco3.triage)."
+    from speco3.triage import rank_run, triage_lines
+    for line in triage_lines(rank_run(a.out, items, a.task, a.recall, a.calibrate)): print(line)
+    print(f"ranked by the expert's rule score: {Path(a.out) / 'ranked.csv'}")
 
 # %% ../nbs/91_cli.ipynb #daa0b694
 def _write_tables(run_dir): # a `speco3 vet` run folder
@@ -214,6 +224,12 @@ def _add_vet(sub):
     v.add_argument("--shard-size", type=_at_least(1), default=500,
                    help="--cluster: inputs per shard (default 500); a lost worker costs at most its shard's unfinished "
                    "samples")
+    v.add_argument("--rank", action="store_true", help="write ranked.csv: the predictions with the scripted expert's rule "
+                   "score, highest first (speco3.triage)")
+    v.add_argument("--recall", type=float, metavar="R", help="triage: the threshold keeping recall >= R (split-conformal on "
+                   "--calibrate); says how many spectra to look at (triage.json)")
+    v.add_argument("--calibrate", metavar="LABELLED", help="--recall's labelled set: a SpecVI-Bench folder or parquet, a CSV "
+                   "(task, score, truth), a ranked run folder, or real:dev")
     v.set_defaults(run=_vet)
 
 # %% ../nbs/91_cli.ipynb #d7392710
