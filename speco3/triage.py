@@ -17,12 +17,12 @@ __all__ = ['CAP', 'TRIAGE_TASKS', 'decision_margin', 'rule_score', 'expert_score
            'labelled_scores', 'triage_table', 'rank_run', 'check_request', 'triage_lines']
 
 # %% ../nbs/11f_triage.ipynb #a3a83beb
-CAP = 10.0  # margins beyond this (and a decision with no measured criterion) count as this clear-cut
+CAP = 10.0  # margins beyond this count as this clear-cut
 
 def decision_margin(d): # a `speco3.expert.Decision`
-    "How clear-cut a decision is: the smallest finite margin among its evidence, capped at `CAP`."
+    "How clear-cut a decision is: the smallest finite margin among its evidence, capped at `CAP`; 0 when none is finite."
     ms = [e.margin for e in d.evidence if np.isfinite(e.margin)]
-    return float(min(min(ms), CAP)) if ms else CAP
+    return float(min(min(ms), CAP)) if ms else 0.0
 
 def rule_score(d): # a `speco3.expert.Decision`
     "The expert's rule score: +margin for a YES, -margin for a NO (higher: more like a YES)."
