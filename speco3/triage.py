@@ -20,7 +20,7 @@ __all__ = ['CAP', 'TRIAGE_TASKS', 'decision_margin', 'rule_score', 'expert_score
 CAP = 10.0  # margins beyond this count as this clear-cut
 
 def decision_margin(d): # a `speco3.expert.Decision`
-    "How clear-cut a decision is: the smallest finite margin among its evidence, capped at `CAP`; 0 when none is finite."
+    "How clear-cut a decision is: its smallest finite margin, capped at `CAP`; 0 when none is finite."
     ms = [e.margin for e in d.evidence if np.isfinite(e.margin)]
     return float(min(min(ms), CAP)) if ms else 0.0
 
@@ -38,7 +38,8 @@ def expert_score(spectrum, # a Spectrum (observed frame, with its redshift)
 # %% ../nbs/11f_triage.ipynb #497ba2cb
 def _arrays(p, y, what="p"):
     p, y = np.asarray(p, float), np.asarray(y)
-    if p.shape != y.shape or p.ndim != 1: raise ValueError(f"{what} and truth must be 1-d and of one length, got {p.shape} and {y.shape}")
+    if p.shape != y.shape or p.ndim != 1:
+        raise ValueError(f"{what} and truth must be 1-d and of one length, got {p.shape} and {y.shape}")
     if not len(p): raise ValueError(f"no {what} values: nothing to calibrate")
     if not np.isfinite(p).all(): raise ValueError(f"{what} has {int((~np.isfinite(p)).sum())} non-finite value(s)")
     return p, y.astype(bool)
@@ -54,7 +55,8 @@ def fit_platt(score, # rule scores of a labelled set
               steps:int=50) -> tuple: # Newton steps
     "Platt's (a, b): the logistic map from score to p(YES) of most likelihood on a labelled set (needs both classes)."
     s, y = _arrays(score, truth, "score")
-    if y.all() or not y.any(): raise ValueError(f"Platt scaling needs YES and NO examples, got {int(y.sum())} YES of {len(y)}")
+    if y.all() or not y.any():
+        raise ValueError(f"Platt scaling needs YES and NO examples, got {int(y.sum())} YES of {len(y)}")
     X, w = np.c_[s, np.ones_like(s)], np.zeros(2)
     for _ in range(steps):
         p = 1 / (1 + np.exp(-X @ w))
@@ -97,7 +99,8 @@ def recall_threshold(pos_scores, # scores of the calibration set's labelled posi
     if not 0 < recall < 1: raise ValueError(f"recall must be between 0 and 1 (exclusive), got {recall}")
     s = np.sort(np.asarray(pos_scores, float))
     if not len(s): raise ValueError(f"{where}: no labelled positives (YES); a recall threshold needs some")
-    if not np.isfinite(s).all(): raise ValueError(f"{where}: {int((~np.isfinite(s)).sum())} positive(s) without a finite score")
+    if not np.isfinite(s).all():
+        raise ValueError(f"{where}: {int((~np.isfinite(s)).sum())} positive(s) without a finite score")
     if (k := _k(len(s), recall)) < 1:
         raise ValueError(f"{where}: recall {recall} cannot be guaranteed with {len(s)} positives (at most "
                          f"{len(s) / (len(s) + 1):.3f}; {positives_needed(recall)} needed)")
@@ -151,36 +154,43 @@ def sample_scores(items, # SpecVI-Bench rows or other items `speco3.agent.as_sam
             if need_truth: raise ValueError(f"{where}: {sample_id(it)} cannot be read: {e}") from None
             rows.append(dict(sample_id=sample_id(it), task=task, score=np.nan, truth=None, error=str(e))); continue
         if need_truth and smp.truth is None:
-            raise ValueError(f"{where}: {smp.sample_id} carries no truth (unlabelled); calibration needs labelled YES/NO rows")
+            raise ValueError(f"{where}: {smp.sample_id} carries no truth (unlabelled); "
+                             "calibration needs labelled YES/NO rows")
         rows.append(dict(sample_id=smp.sample_id, task=smp.task, score=expert_score(smp.spectrum, smp.task),
                          truth=None if smp.truth is None else smp.truth == "YES", error=""))
     return pd.DataFrame(rows, columns=["sample_id", "task", "score", "truth", "error"])
 
-def labelled_scores(source, # 'real', 'real:dev', 'real:test', a SpecVI-Bench folder/parquet, a CSV (task, score, truth) or a ranked run folder
+def labelled_scores(source, # 'real[:dev|:test]', a SpecVI-Bench folder/parquet, a CSV (task, score, truth) or run
                     task=None) -> pd.DataFrame: # keep only this task
     "Rule scores and truths (task, score, truth) of a labelled calibration set."
     src = str(source)
     if src.split(":")[0] == "real":
         from speco3.realmix import load_real
         split = src.split(":", 1)[1] if ":" in src else None
-        if split not in (None, "dev", "test"): raise ValueError(f"{src}: the real collection's halves are real:dev and real:test")
-        df = real_scores([s for s in load_real() if split in (None, s.meta["split"])], (task,) if task else TRIAGE_TASKS)
+        if split not in (None, "dev", "test"):
+            raise ValueError(f"{src}: the real collection's halves are real:dev and real:test")
+        spectra = [s for s in load_real() if split in (None, s.meta["split"])]
+        df = real_scores(spectra, (task,) if task else TRIAGE_TASKS)
     elif (p := Path(src)).is_dir() and (p / "ranked.csv").exists(): df = _csv_scores(p / "ranked.csv")
     elif p.suffix.lower() == ".csv": df = _csv_scores(p)
     elif p.exists():
         from speco3.agent import load_samples
         df = sample_scores(load_samples(p, task=task), task, need_truth=True, where=src)
-    else: raise FileNotFoundError(f"{src}: no such calibration set (a SpecVI-Bench folder or parquet, a CSV, a ranked run folder, real:dev)")
+    else: raise FileNotFoundError(f"{src}: no such calibration set ({_KINDS})")
     df = df[df.task == task] if task else df
     if not len(df): raise ValueError(f"{src}: no labelled rows" + (f" of task {task}" if task else ""))
     return df[["task", "score", "truth"]].reset_index(drop=True)
+
+_KINDS = "a SpecVI-Bench folder or parquet, a CSV, a ranked run folder, real:dev"
 
 def _csv_scores(path):
     df = pd.read_csv(path, keep_default_na=False)
     if missing := [c for c in ("task", "score", "truth") if c not in df.columns]:
         raise ValueError(f"{path}: no column(s) {', '.join(missing)}; a calibration table needs task, score and truth")
-    t = df.truth.astype(str).str.upper().map({"YES": True, "TRUE": True, "1": True, "NO": False, "FALSE": False, "0": False})
-    if t.isna().any(): raise ValueError(f"{path}: {int(t.isna().sum())} row(s) without a YES/NO truth (unlabelled); calibration needs labels")
+    t = df.truth.astype(str).str.upper().map(dict(YES=True, TRUE=True, NO=False, FALSE=False) | {"1": True, "0": False})
+    if t.isna().any():
+        raise ValueError(f"{path}: {int(t.isna().sum())} row(s) without a YES/NO truth (unlabelled); "
+                         "calibration needs labels")
     return df.assign(truth=t.astype(bool), score=pd.to_numeric(df.score, errors="coerce"))
 
 # %% ../nbs/11f_triage.ipynb #8bd5bf60
@@ -202,7 +212,8 @@ def triage_table(cal:pd.DataFrame, # calibration rows: task, score, truth
         k, n = int((tp >= thr).sum()), int((t.score >= thr).sum())
         rows.append(r | dict(threshold=thr, recall=k / len(tp) if len(tp) else np.nan, recall_lo=wilson(k, len(tp))[0],
                              recall_hi=wilson(k, len(tp))[1], n_look=n, look=n / len(t), look_lo=wilson(n, len(t))[0],
-                             look_hi=wilson(n, len(t))[1], note="" if len(tp) else "no test positives: recall not measured"))
+                             look_hi=wilson(n, len(t))[1],
+                             note="" if len(tp) else "no test positives: recall not measured"))
     return pd.DataFrame(rows)
 
 # %% ../nbs/11f_triage.ipynb #8d7a14ab
@@ -213,7 +224,8 @@ def rank_run(run_dir, # a `speco3 vet` run folder (with predictions.csv)
              calibrate=None) -> dict: # the labelled calibration set (see `labelled_scores`); needed with `recall`
     "Write ranked.csv (and with `recall`, triage.json) into the run folder; returns the triage per task."
     from speco3.io import atomic_write
-    if (recall is None) != (calibrate is None): raise ValueError("--recall and --calibrate go together (a recall is kept on a labelled set)")
+    if (recall is None) != (calibrate is None):
+        raise ValueError("--recall and --calibrate go together (a recall is kept on a labelled set)")
     run_dir = Path(run_dir)
     sc = sample_scores(items, task)
     pred = pd.read_csv(run_dir / "predictions.csv", keep_default_na=False, dtype=str)
@@ -239,15 +251,18 @@ def check_request(policy:str, # the --policy of the run
                   recall=None, # --recall
                   calibrate=None): # --calibrate
     "Refuse a triage request that cannot be met, before anything is vetted (one-line errors)."
-    if (recall is None) != (calibrate is None): raise ValueError("--recall and --calibrate go together (a recall is kept on a labelled set)")
-    if recall is not None and not 0 < recall < 1: raise ValueError(f"--recall must be between 0 and 1 (exclusive), got {recall}")
+    if (recall is None) != (calibrate is None):
+        raise ValueError("--recall and --calibrate go together (a recall is kept on a labelled set)")
+    if recall is not None and not 0 < recall < 1:
+        raise ValueError(f"--recall must be between 0 and 1 (exclusive), got {recall}")
     if (rank or recall is not None) and policy != "scripted":
-        raise ValueError(f"--rank and --recall rank by the scripted expert's rule score; policy {policy} gives no score yet")
+        raise ValueError(f"--rank and --recall rank by the scripted expert's rule score; "
+                         f"policy {policy} gives no score yet")
     src = str(calibrate)
     if calibrate is not None and src.split(":")[0] != "real" and not Path(src).exists():
-        raise FileNotFoundError(f"--calibrate {src}: no such labelled set (a SpecVI-Bench folder or parquet, a CSV, a ranked run folder, real:dev)")
+        raise FileNotFoundError(f"--calibrate {src}: no such labelled set ({_KINDS})")
 
 def triage_lines(out:dict) -> list: # `rank_run`'s result
     "One line per task: how many to look at, the threshold and the guarantee."
-    return [f"triage {t}: look at {r['n_look']} of {r['n']} spectra (rule score >= {r['threshold']:.3g}) to keep recall >= "
-            f"{r['recall']}; {r['text']}" for t, r in out.items()]
+    return [f"triage {t}: look at {r['n_look']} of {r['n']} spectra (rule score >= {r['threshold']:.3g}) "
+            f"to keep recall >= {r['recall']}; {r['text']}" for t, r in out.items()]
