@@ -82,10 +82,11 @@ def test_sft_in_two_processes_matches_one(tmp_path, reach_tests):
 def test_the_cli_takes_processes_and_refuses_what_cannot_split(tmp_path, capsys):
     "Refused in one line before any process starts: a global batch or an update that N processes cannot split."
     from speco3.cli import main
-    assert main(["train", "sft", "--profile", "paper", "--data", "d", "--out", str(tmp_path / "a"), "--processes", "3"]) == 1
+    d = tmp_path / "data"; d.mkdir()   # the paths are checked first (speco3 train refuses a missing one before anything)
+    assert main(["train", "sft", "--profile", "paper", "--data", str(d), "--out", str(tmp_path / "a"), "--processes", "3"]) == 1
     assert capsys.readouterr().err.strip() == ("speco3 train: profile 'paper': a global batch of 32 conversations does not split "
                                                "into 4 per device x 3 processes")
-    assert main(["train", "grpo", "--profile", "smoke", "--data", "d", "--out", str(tmp_path / "b"), "--processes", "3"]) == 1
+    assert main(["train", "grpo", "--profile", "smoke", "--data", str(d), "--out", str(tmp_path / "b"), "--processes", "3"]) == 1
     assert "micro-batches of 4 x 3 processes" in capsys.readouterr().err
     assert main(["train", "grpo", "--data", "d", "--out", "o", "--processes", "0"]) == 2  # argparse: must be >= 1
     assert not list(tmp_path.glob("*/launch"))
