@@ -18,9 +18,10 @@ from .tasks import yes_no, row_get
 _all_ = ["Spectrum", "SpectrumError"]
 
 # %% auto #0
-__all__ = ['MAX_DECOMPRESSED', 'BIN_KMS', 'MAX_PIXELS', 'real_spectra_dir', 'read_spectrum', 'read_spectra', 'science_targets',
-           'spectra_of', 'coarsen', 'atomic_write', 'escape_surrogates', 'read_jsonl', 'append_jsonl', 'RunLocked',
-           'run_lock', 'write_fits', 'write_parquet', 'to_specvi_row', 'Spectrum', 'SpectrumError']
+__all__ = ['MAX_DECOMPRESSED', 'FITS_LAYOUTS', 'BIN_KMS', 'MAX_PIXELS', 'real_spectra_dir', 'read_spectrum', 'read_spectra',
+           'science_targets', 'spectra_of', 'coarsen', 'atomic_write', 'escape_surrogates', 'read_jsonl',
+           'append_jsonl', 'RunLocked', 'run_lock', 'write_fits', 'write_parquet', 'to_specvi_row', 'Spectrum',
+           'SpectrumError']
 
 # %% ../nbs/01_io.ipynb #f8098717
 def _has_collection(p:Path) -> bool: return (p / "spectra.parquet").is_file()
@@ -98,17 +99,11 @@ def _read(source, opts) -> Spectrum:
     return _read_fits(hdul, path, layout, opts)
 
 def _read_fits(h, path, layout, opts) -> Spectrum:
-    "Call the reader of `layout` (each is defined in its section below)."
-    if layout in ("lamost-image", "lamost-dr1-image"): return _read_lamost_image(h, path, layout, opts)
-    if layout == "lamost-coadd": return _read_lamost_coadd(h, path, layout, opts)
-    if layout == "sdss-coadd": return _read_sdss(h, path, layout, opts)
-    if layout == "desi-coadd": return _read_desi(h, path, layout, opts)
-    if layout == "speco3-fits": return _read_speco3_fits(h, path, layout, opts)
-    if layout == "6dfgs": return _read_6df(h, path, layout, opts)
-    if layout == "fits-table": return _read_table(h, path, layout, opts)
-    if layout == "iraf-image": return _read_iraf(h, path, layout, opts)
+    "Call the reader of `layout` in `FITS_LAYOUTS`; a layout not in it goes to specutils (the fallback)."
+    if layout in FITS_LAYOUTS: return FITS_LAYOUTS[layout][1](h, path, layout, opts)
     return _read_specutils(path, opts, why=f"unknown FITS layout (HDUs: {_hdu_shapes(h)}); not a LAMOST, SDSS/BOSS, DESI, "
                            "6dFGS, IRAF-style image or wavelength/flux table")
+
 
 # %% ../nbs/01_io.ipynb #ba2daab2
 def read_spectrum(source, # path to a FITS/.fits.gz/parquet/text file, or a table row (dict or pandas Series)
@@ -181,24 +176,43 @@ def _wavelength_row(img) -> bool:
     w = np.asarray(img[2], dtype=float)
     return bool(np.isfinite(w).all() and (np.diff(w) > 0).all() and w[0] >= 3000 and w[-1] <= 10000)
 
-def _fits_layout(h: fits.HDUList, path) -> str:
-    "Name of the layout of an opened FITS file, from its content."
+def _coadd_columns(h) -> set:
+    "Lower-case column names of a `COADD` binary table (SDSS/BOSS and LAMOST coadds), empty when there is none."
     names = [x.name.upper() for x in h]
-    if "SPECO3V" in h[0].header: return "speco3-fits"
-    if "COADD" in names and isinstance(h["COADD"], fits.BinTableHDU):
-        cols = {c.lower() for c in h["COADD"].columns.names}
-        if {"loglam", "flux"} <= cols: return "sdss-coadd"
-        if {"wavelength", "flux"} <= cols: return "lamost-coadd"
-    if "FIBERMAP" in names and any(f"{a}_FLUX" in names and f"{a}_WAVELENGTH" in names for a in "BRZ"):
-        return "desi-coadd"
+    if "COADD" not in names or not isinstance(h["COADD"], fits.BinTableHDU): return set()
+    return {c.lower() for c in h["COADD"].columns.names}
+
+def _is_desi(h) -> bool:
+    names = [x.name.upper() for x in h]
+    return "FIBERMAP" in names and any(f"{a}_FLUX" in names and f"{a}_WAVELENGTH" in names for a in "BRZ")
+
+def _is_lamost_image(h) -> bool:
+    "A 2-D primary image of 2–9 rows that says it is LAMOST (a COEFF0 grid or the telescope's name)."
     hdr = h[0].header
-    if hdr.get("NAXIS") == 2 and 2 <= hdr.get("NAXIS2", 0) <= 9 and hdr.get("NAXIS1", 0) > 100 and (
-            "COEFF0" in hdr or "LAMOST" in str(hdr.get("TELESCOP", "")).upper()):
-        return "lamost-image" if _wavelength_row(h[0].data) else "lamost-dr1-image"
-    if _6df_hdus(h): return "6dfgs"
-    if _spectral_table(h)[0] is not None: return "fits-table"
-    if _iraf_hdu(h) is not None: return "iraf-image"
-    return "specutils"   # the fallback: specutils' loaders, or an error that names the CSV route
+    return hdr.get("NAXIS") == 2 and 2 <= hdr.get("NAXIS2", 0) <= 9 and hdr.get("NAXIS1", 0) > 100 and (
+        "COEFF0" in hdr or "LAMOST" in str(hdr.get("TELESCOP", "")).upper())
+
+# layout name -> (detect(hdus) -> bool, read(hdus, path, layout, opts) -> Spectrum); the readers live in their
+# sections below, hence the lambdas. The FIRST layout whose detect is true wins, so the order is part of the rules:
+# our own files first (they hold a COADD table like the survey coadds but must round-trip as ours); a DR2–DR7 LAMOST
+# image before DR1's (which is any LAMOST image without a wavelength row); the survey layouts before the generic ones
+# (6dFGS, a FITS table, an IRAF image), whose loose tests some survey files also pass. A new layout is one entry here,
+# placed before the generic ones; anything no entry detects goes to specutils.
+FITS_LAYOUTS = {
+    "speco3-fits": (lambda h: "SPECO3V" in h[0].header, lambda *a: _read_speco3_fits(*a)),
+    "sdss-coadd": (lambda h: {"loglam", "flux"} <= _coadd_columns(h), lambda *a: _read_sdss(*a)),
+    "lamost-coadd": (lambda h: {"wavelength", "flux"} <= _coadd_columns(h), lambda *a: _read_lamost_coadd(*a)),
+    "desi-coadd": (_is_desi, lambda *a: _read_desi(*a)),
+    "lamost-image": (lambda h: _is_lamost_image(h) and _wavelength_row(h[0].data), lambda *a: _read_lamost_image(*a)),
+    "lamost-dr1-image": (_is_lamost_image, lambda *a: _read_lamost_image(*a)),
+    "6dfgs": (lambda h: bool(_6df_hdus(h)), lambda *a: _read_6df(*a)),
+    "fits-table": (lambda h: _spectral_table(h)[0] is not None, lambda *a: _read_table(*a)),
+    "iraf-image": (lambda h: _iraf_hdu(h) is not None, lambda *a: _read_iraf(*a)),
+}
+
+def _fits_layout(h: fits.HDUList, path) -> str:
+    "Name of the layout of an opened FITS file, from its content: the first entry of `FITS_LAYOUTS` that detects it."
+    return next((name for name, (detect, _) in FITS_LAYOUTS.items() if detect(h)), "specutils")   # specutils: the fallback
 
 def _hdu_shapes(h) -> str:
     return ", ".join(f"{x.name or f'HDU{k}'}{'' if x.data is None else list(np.shape(x.data))}" for k, x in enumerate(h))
