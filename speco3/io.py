@@ -212,7 +212,7 @@ FITS_LAYOUTS = {
 
 def _fits_layout(h: fits.HDUList, path) -> str:
     "Name of the layout of an opened FITS file, from its content: the first entry of `FITS_LAYOUTS` that detects it."
-    return next((name for name, (detect, _) in FITS_LAYOUTS.items() if detect(h)), "specutils")   # specutils: the fallback
+    return next((name for name, (detect, _) in FITS_LAYOUTS.items() if detect(h)), "specutils")   # else: specutils
 
 def _hdu_shapes(h) -> str:
     return ", ".join(f"{x.name or f'HDU{k}'}{'' if x.data is None else list(np.shape(x.data))}" for k, x in enumerate(h))
