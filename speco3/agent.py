@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 from .spectrum import Spectrum, SpectrumError
 from .io import read_spectrum, science_targets, spectra_of, coarsen
-from .io import atomic_write, read_jsonl, append_jsonl, run_lock
+from .files import atomic_write, read_jsonl, append_jsonl, run_lock
 from .tool import SpectralVisualizationTool, TOOL_NAME, MIN_POINTS
 from .prompts import build_messages, row_messages, check_row_prompt, check_prompt, MAX_TOOL_CALLS, TASKS
 from .tasks import yes_no, row_get

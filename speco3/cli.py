@@ -100,7 +100,7 @@ def _read_nothing(run_dir):
 def _write_tables(run_dir): # a `speco3 vet` run folder
     "Write predictions.csv (`speco3.metrics.write_predictions`) and, where the truth is known, metrics.json beside the trajectories; returns the metrics."
     from speco3.agent import read_trajectories
-    from speco3.io import atomic_write
+    from speco3.files import atomic_write
     from speco3.metrics import predictions_frame, evaluate, write_predictions, split_scored
     recs = read_trajectories(run_dir)
     write_predictions(Path(run_dir) / "predictions.csv", recs)
@@ -121,7 +121,7 @@ def _closing(run_dir, # the run folder
             ) -> int:
     "List every input not vetted or not judgeable with its reasons (stderr), print the counts; 1: nothing vetted."
     from speco3.agent import read_trajectories
-    from speco3.io import escape_surrogates
+    from speco3.files import escape_surrogates
     want = set(ids)
     recs = [r for r in read_trajectories(run_dir) if r["sample_id"] in want]
     failed = [r for r in recs if r["status"] in ("read_error", "policy_error")]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json, logging, os, re, shutil, socket, threading, time, uuid
 from contextlib import contextmanager
 from pathlib import Path
-from .io import run_lock, read_jsonl, append_jsonl, atomic_write, _lock_owner, _alive
+from .files import run_lock, read_jsonl, append_jsonl, atomic_write, _lock_owner, _alive
 from .policy import Policy
 from .agent import BATCH_SIZE, Target, sample_id, run, _batches, _ids, _claim, _run_config, _finished
 from .agent import _portable, _pass, _passes

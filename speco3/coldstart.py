@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from .spectrum import Spectrum, SpectrumError
 from .agent import Sample, as_sample, inspect_batch, read_trajectories
-from .io import atomic_write, read_jsonl, append_jsonl
+from .files import atomic_write, read_jsonl, append_jsonl
 from .policy import Episode, Policy
 from .prompts import TASKS, PAPER_TASKS, OOD_TASKS, MAX_TOOL_CALLS, system_text
 from .reward import parse, wavelength_mentions, WAVELENGTH_RANGE
