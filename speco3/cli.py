@@ -283,7 +283,7 @@ def _add_train(sub):
 # %% ../nbs/91_cli.ipynb #dae34f11
 def _add_export(sub):
     from speco3.render import STYLES
-    from speco3.verl import PROFILES as VERL_PROFILES
+    from speco3.profiles import VERL as VERL_PROFILES
     export = sub.add_parser("export", help="export a run directory for another engine").add_subparsers(dest="action", required=True)
     e = export.add_parser("verl", help="a complete verl GRPO run directory (config, tool, reward, data, launch script)")
     e.add_argument("--profile", choices=list(VERL_PROFILES), default="paper"); e.add_argument("--out", required=True)

@@ -33,7 +33,7 @@ except ImportError as e:  # the model side is the `train` extra, not the core
     raise ImportError(f"speco3.grpo needs torch, transformers, trl and datasets ({e}); install them with: pip install 'speco3[train]'") from e
 
 # %% auto #0
-__all__ = ['LARGEST_IMAGE', 'PROFILES', 'VLLM_MODES', 'LOGIT_BAN', 'SpectralToolEnv', 'demo_rows', 'grpo_example', 'grpo_rows',
+__all__ = ['LARGEST_IMAGE', 'VLLM_MODES', 'LOGIT_BAN', 'SpectralToolEnv', 'demo_rows', 'grpo_example', 'grpo_rows',
            'grpo_dataset', 'assistant_text', 'make_reward', 'tool_turn_tokens', 'call_tokens', 'completion_budget',
            'paper_processor', 'settle', 'batch_plan', 'grpo_args', 'profile_table', 'grpo_trainer', 'save_reward_curve',
            'fifths', 'train_grpo', 'ban_tokens', 'check_vllm']
@@ -267,16 +267,15 @@ def paper_processor():
 # %% ../nbs/14_grpo.ipynb #867d74df
 from .profiles import GRPOProfile, GRPO  # the settings per profile: plain data, read without torch
 
-PROFILES = GRPO  # profile -> GRPOProfile
 
 _OURS = tuple(f.name for f in fields(GRPOProfile))
 _FIXED = ("output_dir", "seed", "data_seed", "per_device_train_batch_size", "gradient_accumulation_steps",
           "steps_per_generation", "generation_batch_size", "max_tool_calling_iterations")  # set by grpo_args from the profile
 
-def settle(profile="cpu", # a key of PROFILES or a GRPOProfile
+def settle(profile="cpu", # a key of GRPO or a GRPOProfile
            **overrides) -> tuple: # profile fields or other GRPOConfig arguments
     "(the profile with overrides applied, the extra GRPOConfig arguments)."
-    return settle_profile(profile, PROFILES, GRPOConfig, overrides, _FIXED, kind="GRPO",
+    return settle_profile(profile, GRPO, GRPOConfig, overrides, _FIXED, kind="GRPO",
                           why="follow from the profile's questions, rollouts and micro-batch (or seed=); change those fields instead")
 
 def batch_plan(prof, # a GRPOProfile
@@ -308,9 +307,9 @@ def grpo_args(prof, # a GRPOProfile
                       use_cpu=not torch.cuda.is_available(), save_strategy="steps", report_to="none", disable_tqdm=not progress,
                       dataloader_num_workers=0, dataloader_pin_memory=torch.cuda.is_available(), remove_unused_columns=False, **{k: getattr(prof, k) for k in same}, **extra)
 
-def profile_table(profiles=None): # a dict of GRPOProfile; None: PROFILES
+def profile_table(profiles=None): # a dict of GRPOProfile; None: GRPO
     "The profiles side by side, one row per setting (a pandas DataFrame)."
-    return runs.profile_table(profiles or PROFILES)
+    return runs.profile_table(profiles or GRPO)
 
 # %% ../nbs/14_grpo.ipynb #1c6f64ea
 class _GRPOTrainer(ResumeFullWeights, SharesCores, GRPOTrainer):
@@ -356,7 +355,7 @@ def _start(prof, init, out, seed):
 def grpo_trainer(data, # a SpecVI-Bench folder/parquet/rows, or a Dataset made by grpo_dataset
                  out_dir, # run folder: checkpoints/, model/, config.json, rewards.csv, figures/
                  init=None, # the SFT run folder (its model/), a model folder / hub id, or a loaded model; None: the profile's model
-                 profile="cpu", # a key of PROFILES or a GRPOProfile
+                 profile="cpu", # a key of GRPO or a GRPOProfile
                  seed=0, # sampling, data-order and tiny-init seed
                  processor=None, # needed with a loaded model; None: loaded from the model folder
                  callbacks=None, # extra TrainerCallbacks
