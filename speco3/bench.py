@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 from .spectrum import Spectrum, SpectrumError
 from .io import to_specvi_row
-from .tasks import FILE_KEYS, PAPER_TASKS, file_key, task_key, PUBLISHED_TRAIN, PUBLISHED_TEST
+from .tasks import FILE_KEYS, PAPER_TASKS, file_key, task_key, PUBLISHED_TRAIN, PUBLISHED_TEST, PAPER_STYLE
 from .profiles import check_profile, BENCHMARK
 from .simulate import KINDS, OOD_TASKS, simulate, kinds_for
 from .classify import LogisticRegression, binned_flux
@@ -294,7 +294,7 @@ def messages(task:str # a task key
     return [{"role": "system", "content": system_text()}, {"role": "user", "content": user_prompt(task)}]
 
 def overview(spectrum:Spectrum, # observed-frame spectrum
-             style:str="spec-o3" # a key of speco3.render.STYLES
+             style:str=PAPER_STYLE # a key of speco3.render.STYLES
             ):
     "The full-spectrum image the tool returns for a zero-argument call: rest frame, flux as stored in the row."
     return render(Spectrum(spectrum.wavelength, spectrum.flux, redshift=spectrum.redshift, meta=spectrum.meta).to_rest(), style=style)
@@ -350,7 +350,7 @@ def write_set(path, # output .parquet file
               task:str, # data_source
               clf:WeakClassifier|None=None, # fills weak_score (NaN without)
               images:bool=True, # render the overview image of each row
-              style:str="spec-o3", # render style
+              style:str=PAPER_STYLE, # render style
               progress=None # a tqdm bar, advanced by one per row
              ) -> Path:
     "Write a set as a SpecVI-Bench parquet file, rendering overview images as it goes (memory stays one row group)."
@@ -595,7 +595,7 @@ def build(out, # output folder (created; must not exist unless overwrite)
           overwrite:bool=False, # replace an existing build at `out`
           sizes:dict|None=None, # overrides of SIZES[profile], e.g. {"train": 20, "test": 44}
           images:bool=True, # render the overview image of every row (~35 ms each); False: empty `images`
-          style:str="spec-o3" # overview render style (speco3.render.STYLES)
+          style:str=PAPER_STYLE # overview render style (speco3.render.STYLES)
          ) -> dict:
     "Build SpecVI-Sim in the SpecVI-Bench parquet format at `out` (atomically); returns the stats written to stats.json."
     from tqdm import tqdm

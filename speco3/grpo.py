@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 from .spectrum import lamost_wavelength
-from .tasks import PAPER_TASKS, yes_no, row_get
+from .tasks import PAPER_TASKS, yes_no, row_get, PAPER_STYLE
 from .prompts import IMAGE_TOKEN, MAX_TOOL_CALLS, TASKS, install_template, user_prompt, system_text, check_prompt
 from .tool import SpectralVisualizationTool, TOOL_NAME, TOOL_SCHEMA, MAX_LABEL
 from .render import FAST_SIZE
@@ -49,7 +49,7 @@ class _Tool(dict):
 class SpectralToolEnv:
     "The zoom tool of one rollout for TRL's GRPOTrainer: built from the row's `create_kwargs` in `reset`, at most `max_calls` plots."
     def __init__(self,
-                 style="spec-o3", # renderer style of the plots (a key of speco3.render.STYLES)
+                 style=PAPER_STYLE, # renderer style of the plots (a key of speco3.render.STYLES)
                  max_calls=MAX_TOOL_CALLS): # tool calls answered per rollout; later ones get the agent's limit message
         self.style, self.max_calls = style, max_calls
         self.tool, self.results, self.sample_id = None, [], None
@@ -107,7 +107,7 @@ def demo_rows(n=4, # how many rows
 def _overview(row, ck, style, where):
     "The overview plot of a row: its stored image when drawn in `style`, else the tool's full view in `style`."
     images = row.get("images")
-    if style == "spec-o3" and images is not None and len(images) and row_get(images[0], "bytes"):
+    if style == PAPER_STYLE and images is not None and len(images) and row_get(images[0], "bytes"):
         import io
         return Image.open(io.BytesIO(images[0]["bytes"])).convert("RGB")
     r = SpectralVisualizationTool.from_create_kwargs(ck, style=style).execute()
@@ -115,7 +115,7 @@ def _overview(row, ck, style, where):
     return r.image
 
 def grpo_example(row, # a SpecVI-Bench row (dict)
-                 style="spec-o3", # renderer style of the run's plots
+                 style=PAPER_STYLE, # renderer style of the run's plots
                  zoom=True, # False: the no-tool variant's prompt (no zooming asked for; the run has no tool)
                  prompt="paper"): # "brief": the miniature's system text and the question alone (see `speco3.prompts.PROMPTS`)
     "One TRL row: prompt messages (no tool schema: TRL adds it), the overview image, the tool's create_kwargs and the label."
@@ -151,7 +151,7 @@ def grpo_rows(data, # a SpecVI-Bench folder, a parquet file, or a list of rows
     return rows
 
 def grpo_dataset(data, # what `grpo_rows` reads, or a list of rows
-                 style="spec-o3", # renderer style of the run (overview and zooms)
+                 style=PAPER_STYLE, # renderer style of the run (overview and zooms)
                  split="train", # for a folder: the split
                  tasks=PAPER_TASKS, # tasks to keep
                  limit=None, # keep this many rows (a seeded shuffle first); None: all
@@ -215,7 +215,7 @@ def make_reward(alpha=0.2): # format penalty α of the rule reward
     return spec_o3_reward
 
 # %% ../nbs/14_grpo.ipynb #e81d4d76
-LARGEST_IMAGE = {"spec-o3": (792, 472), "fast": FAST_SIZE}  # (width, height) px of the largest plot each style draws
+LARGEST_IMAGE = {PAPER_STYLE: (792, 472), "fast": FAST_SIZE}  # (width, height) px of the largest plot each style draws
 _LABEL = ("He I 4471, He II 4686 and the higher Balmer lines at the blue end, with the continuum shape")[:MAX_LABEL]
 
 def _longest_reply():
@@ -247,7 +247,7 @@ def call_tokens(processor) -> int: # the run's processor
 
 def completion_budget(processor, # the run's processor
                       calls=MAX_TOOL_CALLS, # N: tool calls per rollout
-                      style="spec-o3", # plot style: its largest plot is assumed for every call
+                      style=PAPER_STYLE, # plot style: its largest plot is assumed for every call
                       reasoning_tokens=512, # R: reasoning allowance before each call
                       answer_tokens=512, # A: allowance for the final turn (reasoning and answer)
                       image_size=None) -> dict: # (width, height) of the plots; None: LARGEST_IMAGE[style]

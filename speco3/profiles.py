@@ -5,7 +5,7 @@
 # %% ../nbs/00b_profiles.ipynb #ed77c548
 from __future__ import annotations
 from dataclasses import asdict, dataclass, is_dataclass
-from .tasks import PUBLISHED_TRAIN, PUBLISHED_TEST, MAX_TOOL_CALLS
+from .tasks import PUBLISHED_TRAIN, PUBLISHED_TEST, MAX_TOOL_CALLS, PAPER_STYLE
 
 PROFILES = ("smoke", "cpu", "gpu", "paper")  # smallest first
 ABOUT = {  # profile -> where it runs and what it is for (design notes §4)
@@ -114,7 +114,7 @@ class GRPOProfile:
     model: str | None = None           # starting model when no `init` is given; None: a random tiny model (smoke) or init required
     needs_init: bool = False           # refuse to start without an SFT checkpoint (`init`)
     tiny_size: str = "tiny"            # speco3.tiny size of the random model built when neither init nor model is given
-    style: str = "spec-o3"             # renderer style of the overview and the zooms
+    style: str = PAPER_STYLE             # renderer style of the overview and the zooms
     num_generations: int = 8           # rollouts per question (G)
     max_tool_calls: int = MAX_TOOL_CALLS  # tool calls answered per rollout, and TRL's max_tool_calling_iterations
     prompts_per_step: int = 64         # questions per generation round (verl train_batch_size)

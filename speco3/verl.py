@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from .tool import TOOL_NAME, TOOL_SCHEMA
-from .tasks import PAPER_TASKS
+from .tasks import PAPER_TASKS, PAPER_STYLE
 from .profiles import check_profile
 from .prompts import MAX_TOOL_CALLS, chat_template
 from .reward import ALPHA
@@ -135,7 +135,7 @@ def grpo_config(profile="paper", # a key of VERL, or a VerlProfile
                     "validation_data_dir": f"{_R}/validation"},
     }
 
-def tool_config(style:str="spec-o3" # renderer style of the tool's plots (a key of speco3.render.STYLES)
+def tool_config(style:str=PAPER_STYLE # renderer style of the tool's plots (a key of speco3.render.STYLES)
                ) -> dict:
     "verl's tool config: our BaseTool subclass (by module name) and the tool schema, speco3.tool.TOOL_SCHEMA."
     from speco3.render import STYLES
@@ -435,7 +435,7 @@ def export_verl(out, # the run directory to write
                 model:str|None=None, # base model (the SFT output folder, a local folder or hub id); None: the profile's
                 nnodes:int=1, # nodes in the Ray cluster (run.sh's default; NNODES overrides it)
                 gpus_per_node:int|None=None, # GPUs per node; None: the profile's (paper: 8)
-                style:str="spec-o3", # renderer style of the tool's plots
+                style:str=PAPER_STYLE, # renderer style of the tool's plots
                 overwrite:bool=False # replace the files this function writes in an existing run directory
                ) -> Path:
     "Write a complete verl run directory for GRPO with the spectral visualization tool; returns its path."
