@@ -62,7 +62,8 @@ def main(steps, questions, generations, calls, micro, tiny, size="3b", per_updat
     import transformers, trl
     from gpu_vet import build, shape_name
     from gpu_sft import clock
-    from speco3.grpo import PROFILES, completion_budget, demo_rows, grpo_dataset, grpo_trainer
+    from speco3.profiles import GRPO
+    from speco3.grpo import completion_budget, demo_rows, grpo_dataset, grpo_trainer
     device, dtype = ("cpu", torch.float32) if tiny else ("cuda", torch.bfloat16)
     if tiny: torch.set_num_threads(1)  # tiny matrices: one CPU thread is as fast, and far faster on shared cores
     gpu = torch.cuda.get_device_name() if device == "cuda" else "none (--tiny on CPU)"

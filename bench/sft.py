@@ -12,7 +12,8 @@ Prints each run and the median, and what the median implies for the `cpu` profil
 import argparse, platform, statistics, tempfile, time
 from pathlib import Path
 import torch, transformers, trl
-from speco3.sft import PROFILES, demo_conversations, train_sft
+from speco3.profiles import SFT
+from speco3.sft import demo_conversations, train_sft
 
 
 def main(n, steps, batch, runs, size, threads):
@@ -34,7 +35,7 @@ def main(n, steps, batch, runs, size, threads):
               f"{m['trainable_params'] / 1e6:.2f} M of {m['total_params'] / 1e6:.2f} M parameters train)")
     sps = statistics.median(m["samples_per_s"] for m in rows)
     tps = statistics.median(m["tokens_per_s"] for m in rows)
-    cpu = PROFILES["cpu"]
+    cpu = SFT["cpu"]
     print(f"median of {runs}: {sps:.2f} conversations/s, {tps:,.0f} tokens/s (model {size}, batch {batch})")
     print(f"at this rate the cpu profile ({cpu.num_train_epochs:g} epochs) on 1000 such conversations trains in "
           f"{1000 * cpu.num_train_epochs / sps / 60:.0f} min")

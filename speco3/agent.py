@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 from .spectrum import Spectrum, SpectrumError
 from .io import read_spectrum, science_targets, spectra_of, coarsen
-from .io import atomic_write, read_jsonl, append_jsonl, run_lock
+from .files import atomic_write, read_jsonl, append_jsonl, run_lock
 from .tool import SpectralVisualizationTool, TOOL_NAME, MIN_POINTS
 from .prompts import build_messages, row_messages, check_row_prompt, check_prompt, MAX_TOOL_CALLS, TASKS
-from .tasks import yes_no, row_get
+from .tasks import yes_no, row_get, PAPER_STYLE
 from .reward import parse, score, no_verdict_score, ALPHA
 from .policy import Episode, Policy
 from .judgeable import judge_issues
@@ -250,7 +250,7 @@ def inspect_batch(samples, # things `as_sample` accepts (Spectrum, SpecVI row, p
                   policy:Policy, # writes the assistant messages
                   task=None, # task key for samples that do not carry one
                   max_tool_calls=MAX_TOOL_CALLS, # tool-call budget per sample (the paper: 8)
-                  style="spec-o3", # renderer style of every image
+                  style=PAPER_STYLE, # renderer style of every image
                   guidelines=True, # include the expert guidelines in the prompt
                   zoom=True, # False: the no-tool ablation (overview only, no tool schema, no calls)
                   alpha=ALPHA, # format penalty of the reward
@@ -378,7 +378,7 @@ _RUNTIME = ("device", "batch_size", "max_concurrency", "timeout", "max_retries")
 def _run_config(policy, task, kw):
     "What a run folder is for: task, policy, style, tool budget (and prompt options); resuming needs the same."
     pol = {k: v for k, v in policy.describe().items() if k not in _RUNTIME}
-    cfg = dict(task=task, policy=pol, style=kw.get("style", "spec-o3"), max_tool_calls=kw.get("max_tool_calls", MAX_TOOL_CALLS),
+    cfg = dict(task=task, policy=pol, style=kw.get("style", PAPER_STYLE), max_tool_calls=kw.get("max_tool_calls", MAX_TOOL_CALLS),
                guidelines=kw.get("guidelines", True), zoom=kw.get("zoom", True))
     if kw.get("judge_check"): cfg["judge_check"] = True  # only when on: folders of runs without it stay as they were
     return json.loads(json.dumps(cfg, default=str))
@@ -415,7 +415,7 @@ def run(samples, # items `as_sample` accepts (see `load_samples`): a list, or an
         **kw # to `inspect_batch`: max_tool_calls, style, guidelines, zoom, alpha, seed; and judge_check (below)
        ) -> dict:
     "Vet every sample, appending records to `out_dir/trajectories.jsonl`; resumes a killed run of the same settings, retrying failed samples. Returns the summary."
-    opts = dict(max_tool_calls=MAX_TOOL_CALLS, style="spec-o3", guidelines=True, zoom=True, alpha=ALPHA, seed=None,
+    opts = dict(max_tool_calls=MAX_TOOL_CALLS, style=PAPER_STYLE, guidelines=True, zoom=True, alpha=ALPHA, seed=None,
                 judge_check=False)  # True: a spectrum unfit for its question (`speco3.judgeable`) is cannot_judge
     if extra := sorted(set(kw) - set(opts)): raise TypeError(f"run: unknown option(s) {', '.join(extra)}")
     opts.update(kw)

@@ -11,8 +11,8 @@ from .spectrum import Spectrum
 from .indices import measure, BALMER
 
 # %% auto #0
-__all__ = ['FEATURES', 'ATTRIBUTES', 'LIMITS', 'MOLECULAR_TIO5', 'Feature', 'Claim', 'sentences', 'claims', 'evidence', 'check',
-           'audit', 'claim_precision']
+__all__ = ['FEATURES', 'ATTRIBUTES', 'CLAIM_LIMITS', 'MOLECULAR_TIO5', 'Feature', 'Claim', 'sentences', 'claims', 'evidence',
+           'check', 'audit', 'claim_precision']
 
 # %% ../nbs/11a_audit.ipynb #094c0788
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ def claims(text:str # assistant text (all turns of a trajectory)
     return out
 
 # %% ../nbs/11a_audit.ipynb #894b538b
-LIMITS = {  # (group, attribute) -> (index, limit where it holds, limit where it fails, True: larger values hold)
+CLAIM_LIMITS = {  # (group, attribute) -> (index, limit where it holds, limit where it fails, True: larger values hold)
     ("balmer", "emission"): ("EW", -2.0, -0.5, False), ("balmer", "absorption"): ("EW", 1.0, 0.2, True),
     ("he", "emission"): ("EW", -1.0, -0.3, False), ("he", "absorption"): ("EW", 0.5, 0.1, True),
     ("balmer", "broad"): ("FWHM", 15.0, 8.0, True), ("balmer", "narrow"): ("FWHM", 8.0, 15.0, False),
@@ -117,8 +117,8 @@ def evidence(spectrum:Spectrum # the spectrum the trajectory was about (any surv
     for f in FEATURES.values():
         group = "balmer" if f.name in BALMER else "he" if f.kind == "line" else f.name
         for attr in ATTRIBUTES[f.kind]:
-            if (group, attr) not in LIMITS: continue
-            idx, holds, fails, larger = LIMITS[(group, attr)]
+            if (group, attr) not in CLAIM_LIMITS: continue
+            idx, holds, fails, larger = CLAIM_LIMITS[(group, attr)]
             key = f"{f.name}_{idx}" if group == "balmer" else _LINE_INDEX[f.name] if group == "he" else idx
             out[(f.name, attr)] = None if group == "balmer" and molecular else _side(m[key], holds, fails, larger)
     return out

@@ -11,16 +11,16 @@ from pathlib import Path
 import numpy as np
 from .spectrum import Spectrum, SpectrumError
 from .io import to_specvi_row
-from .tasks import FILE_KEYS, file_key, task_key, PUBLISHED_TRAIN, PUBLISHED_TEST
+from .tasks import FILE_KEYS, PAPER_TASKS, file_key, task_key, PUBLISHED_TRAIN, PUBLISHED_TEST, PAPER_STYLE
 from .profiles import check_profile, BENCHMARK
-from .simulate import KINDS, TASKS, OOD_TASKS, simulate, kinds_for
+from .simulate import KINDS, OOD_TASKS, simulate, kinds_for
 from .classify import LogisticRegression, binned_flux
 from .render import render, STYLES
 from .prompts import system_text, user_prompt
 
 # %% auto #0
 __all__ = ['SIZES', 'SIZE_DOCS', 'SURVEY_MIX', 'CONFUSER_SHARE', 'OOD_CONFUSERS', 'REAL_CONTAMINANTS', 'WEAK_BINS', 'THRESHOLD',
-           'LOW_SNR', 'LABELS', 'PUBLISHED_COLUMNS', 'PAPER_TASKS', 'resolve_sizes', 'split_counts', 'archive_mix',
+           'LOW_SNR', 'LABELS', 'PUBLISHED_COLUMNS', 'PUBLISHED_TASKS', 'resolve_sizes', 'split_counts', 'archive_mix',
            'object_id', 'sample', 'WeakClassifier', 'weak_classifier', 'Rejection', 'rejection_sample',
            'intrinsic_params', 'reobserve', 'sim_name', 'messages', 'overview', 'specvi_row', 'file_stem', 'set_info',
            'write_set', 'dataset_card', 'build', 'load', 'benchmark_files', 'check_benchmark', 'export_published']
@@ -42,12 +42,12 @@ def _count(v, name, lo=0):
 
 def _per_task(v, default, name):
     if isinstance(v, dict):
-        unknown = set(v) - set(TASKS)
-        if unknown: raise ValueError(f"sizes: {name} has unknown task(s) {sorted(unknown)}; tasks: {', '.join(TASKS)}")
-        base = default if isinstance(default, dict) else {t: default for t in TASKS}
+        unknown = set(v) - set(PAPER_TASKS)
+        if unknown: raise ValueError(f"sizes: {name} has unknown task(s) {sorted(unknown)}; tasks: {', '.join(PAPER_TASKS)}")
+        base = default if isinstance(default, dict) else {t: default for t in PAPER_TASKS}
         v = {**base, **v}
-    else: v = {t: v for t in TASKS}
-    return {t: _count(v[t], f"{name}[{t}]", 2) for t in TASKS}
+    else: v = {t: v for t in PAPER_TASKS}
+    return {t: _count(v[t], f"{name}[{t}]", 2) for t in PAPER_TASKS}
 
 def resolve_sizes(profile:str="cpu", # smoke, cpu, gpu or paper
                   sizes:dict|None=None # overrides of SIZES[profile] (same keys)
@@ -93,7 +93,7 @@ REAL_CONTAMINANTS = {  # task -> {kind: share of the task's negatives drawn stra
     "wd": {"late_k": 0.07}, "ostar": {"gk_star": 0.2}}
 
 def _check_task(task):
-    if task not in TASKS + OOD_TASKS: raise ValueError(f"unknown task {task!r}; choose one of {', '.join(TASKS + OOD_TASKS)}")
+    if task not in PAPER_TASKS + OOD_TASKS: raise ValueError(f"unknown task {task!r}; choose one of {', '.join(PAPER_TASKS + OOD_TASKS)}")
     return task
 
 def archive_mix(task:str # a task key: cv, carbon, gm, ss, wd, ostar, bstar, astar, qso
@@ -294,7 +294,7 @@ def messages(task:str # a task key
     return [{"role": "system", "content": system_text()}, {"role": "user", "content": user_prompt(task)}]
 
 def overview(spectrum:Spectrum, # observed-frame spectrum
-             style:str="spec-o3" # a key of speco3.render.STYLES
+             style:str=PAPER_STYLE # a key of speco3.render.STYLES
             ):
     "The full-spectrum image the tool returns for a zero-argument call: rest frame, flux as stored in the row."
     return render(Spectrum(spectrum.wavelength, spectrum.flux, redshift=spectrum.redshift, meta=spectrum.meta).to_rest(), style=style)
@@ -350,7 +350,7 @@ def write_set(path, # output .parquet file
               task:str, # data_source
               clf:WeakClassifier|None=None, # fills weak_score (NaN without)
               images:bool=True, # render the overview image of each row
-              style:str="spec-o3", # render style
+              style:str=PAPER_STYLE, # render style
               progress=None # a tqdm bar, advanced by one per row
              ) -> Path:
     "Write a set as a SpecVI-Bench parquet file, rendering overview images as it goes (memory stays one row group)."
@@ -375,7 +375,7 @@ def _order(n, seed, tag): return np.random.default_rng(_seed(seed, tag, "rows"))
 def _plan(sz):
     "(stem, rows) of every file the build writes, in order."
     plan = []
-    for t in TASKS:
+    for t in PAPER_TASKS:
         plan += [(file_stem("train", t), sz["train"][t]), (file_stem("test", t), sz["test"][t])]
         if sz["cross_survey"]: plan += [(file_stem("test", t, v), sz["cross_survey"]) for v in ("sdss", "desi")]
     if sz["cross_task"]: plan += [(file_stem("test", t), sz["cross_task"]) for t in ("ostar", "bstar", "astar")]
@@ -438,7 +438,7 @@ class _Writer:
 def _build_into(folder, sz, seed, images, style, bar):
     "Simulate and write every set into `folder`; return the writer's record."
     w, clfs = _Writer(Path(folder), seed, images, style, bar), {}
-    for t in TASKS:
+    for t in PAPER_TASKS:
         clf = clfs[t] = weak_classifier(t, sz["weak_train"], seed)
         (tr_p, tr_n), (te_p, te_n) = split_counts(sz["train"][t], 1), split_counts(sz["test"][t], sz["ratio"])
         pos, neg = w.hard_set(t, t, tr_p + te_p, tr_n + te_n, clf, sz)
@@ -475,7 +475,7 @@ def _table(head, rows):
 def dataset_card(stats:dict # the build's stats.json content
                 ) -> str:
     "The dataset card (README.md) of a build: what it is, how it was made, what is in each file."
-    files = [(f"`{f['file']}`", f["split"], f["data_source"], _SET_DOCS.get(f["variant"], f["variant"]) if f["task"] in TASKS
+    files = [(f"`{f['file']}`", f["split"], f["data_source"], _SET_DOCS.get(f["variant"], f["variant"]) if f["task"] in PAPER_TASKS
               else ("extreme: quasars" if f["task"] == "qso" else "cross-task (unseen class)"), f["survey"], f["rows"],
               f["positives"], f["negatives"], f["snr_p10_p50_p90"][1]) for f in stats["files"].values()]
     acc = [(k, a["task"], a["scored"], a["accepted"], f"{a['acceptance']:.2%}", a["used"], a["weak_train"],
@@ -595,7 +595,7 @@ def build(out, # output folder (created; must not exist unless overwrite)
           overwrite:bool=False, # replace an existing build at `out`
           sizes:dict|None=None, # overrides of SIZES[profile], e.g. {"train": 20, "test": 44}
           images:bool=True, # render the overview image of every row (~35 ms each); False: empty `images`
-          style:str="spec-o3" # overview render style (speco3.render.STYLES)
+          style:str=PAPER_STYLE # overview render style (speco3.render.STYLES)
          ) -> dict:
     "Build SpecVI-Sim in the SpecVI-Bench parquet format at `out` (atomically); returns the stats written to stats.json."
     from tqdm import tqdm
@@ -650,7 +650,7 @@ def load(path, # a folder of SpecVI-Bench parquet files (searched recursively), 
 
 # %% ../nbs/06a_bench.ipynb #bad974fe
 PUBLISHED_COLUMNS = ("images", "data_source", "prompt", "reward_model", "agent_name", "extra_info")  # the dataset card's columns
-PAPER_TASKS = ("carbon", "cv", "gm", "ss", "wd")  # the five questions of the paper (file key cc for carbon)
+PUBLISHED_TASKS = ("carbon", "cv", "gm", "ss", "wd")  # the five tasks in the published files' order (cc for carbon)
 
 def _is_set(name):
     try: return set_info(name)["variant"] is None
@@ -686,7 +686,7 @@ def _check_file(f):
     return dict(rows=len(truth), yes=truth.count("YES"), no=truth.count("NO"))
 
 def check_benchmark(path, # a benchmark folder in either layout (`benchmark_files`)
-                    tasks=PAPER_TASKS, # task keys whose files must be there
+                    tasks=PUBLISHED_TASKS, # task keys whose files must be there
                     splits=("train", "test") # splits that must be there
                    ) -> dict:
     "{file stem: {rows, yes, no}} of a benchmark's main files, each checked; a one-line error names a missing or unusable file."
@@ -720,7 +720,7 @@ def _keep(truth, rows):
 def export_published(src, # a benchmark folder in either layout
                      out, # the snapshot folder written: out/benchmark/data/<split>_<task>.parquet and out/README.md
                      rows:int|None=None, # at most this many rows per file (YES and NO both kept); None: every row
-                     tasks=PAPER_TASKS # task keys exported
+                     tasks=PUBLISHED_TASKS # task keys exported
                     ) -> Path:
     "Write a benchmark's main train/test files in the published SpecVI-Bench layout (index ids such as `wd_test_3`); returns out."
     import pyarrow as pa, pyarrow.parquet as pq

@@ -109,7 +109,7 @@ def _read_nothing(run_dir):
 def _write_tables(run_dir): # a `speco3 vet` run folder
     "Write predictions.csv (`speco3.metrics.write_predictions`) and, where the truth is known, metrics.json beside the trajectories; returns the metrics."
     from speco3.agent import read_trajectories
-    from speco3.io import atomic_write
+    from speco3.files import atomic_write
     from speco3.metrics import predictions_frame, evaluate, write_predictions, split_scored
     recs = read_trajectories(run_dir)
     write_predictions(Path(run_dir) / "predictions.csv", recs)
@@ -130,7 +130,7 @@ def _closing(run_dir, # the run folder
             ) -> int:
     "List every input not vetted or not judgeable with its reasons (stderr), print the counts; 1: nothing vetted."
     from speco3.agent import read_trajectories
-    from speco3.io import escape_surrogates
+    from speco3.files import escape_surrogates
     want = set(ids)
     recs = [r for r in read_trajectories(run_dir) if r["sample_id"] in want]
     failed = [r for r in recs if r["status"] in ("read_error", "policy_error")]
@@ -229,6 +229,7 @@ def _add_bench(sub):
 def _add_vet(sub):
     from speco3.tasks import PAPER_TASKS, OOD_TASKS
     from speco3.render import STYLES
+    from speco3.tasks import PAPER_STYLE
     from speco3.prompts import MAX_TOOL_CALLS, TASKS
     from speco3.agent import BATCH_SIZE
     from speco3.remote import TIMEOUT, MAX_RETRIES
@@ -245,7 +246,7 @@ def _add_vet(sub):
     v.add_argument("--restart", action="store_true", help="empty --out and start over (needed to reuse it with other settings)")
     v.add_argument("--target", action="append", metavar="ID",
                    help="vet only this DESI TARGETID or table row id (repeatable); default: every science target")
-    v.add_argument("--style", default="spec-o3", choices=list(STYLES), help="renderer style of the images")
+    v.add_argument("--style", default=PAPER_STYLE, choices=list(STYLES), help="renderer style of the images")
     v.add_argument("--batch-size", type=_at_least(1), default=BATCH_SIZE)
     v.add_argument("--max-tool-calls", type=_at_least(0), default=MAX_TOOL_CALLS)
     v.add_argument("--limit", type=_at_least(1), help="vet only the first N samples"); v.add_argument("--quiet", action="store_true")
@@ -298,14 +299,15 @@ def _add_train(sub):
 # %% ../nbs/91_cli.ipynb #dae34f11
 def _add_export(sub):
     from speco3.render import STYLES
-    from speco3.verl import PROFILES as VERL_PROFILES
+    from speco3.tasks import PAPER_STYLE
+    from speco3.profiles import VERL as VERL_PROFILES
     export = sub.add_parser("export", help="export a run directory for another engine").add_subparsers(dest="action", required=True)
     e = export.add_parser("verl", help="a complete verl GRPO run directory (config, tool, reward, data, launch script)")
     e.add_argument("--profile", choices=list(VERL_PROFILES), default="paper"); e.add_argument("--out", required=True)
     e.add_argument("--data", help="a SpecVI-Bench folder whose train/test files the run uses")
     e.add_argument("--model", help="initial model folder or hub id (default: the profile's)")
     e.add_argument("--nnodes", type=int, default=1); e.add_argument("--gpus-per-node", type=int)
-    e.add_argument("--style", choices=list(STYLES), default="spec-o3"); e.add_argument("--overwrite", action="store_true")
+    e.add_argument("--style", choices=list(STYLES), default=PAPER_STYLE); e.add_argument("--overwrite", action="store_true")
     e.set_defaults(run=_export_verl); _named(export)
 
 # %% ../nbs/91_cli.ipynb #db82f89e

@@ -7,10 +7,11 @@ from __future__ import annotations
 import json, logging, os, re, shutil, socket, threading, time, uuid
 from contextlib import contextmanager
 from pathlib import Path
-from .io import run_lock, read_jsonl, append_jsonl, atomic_write, _lock_owner, _alive
+from .files import run_lock, read_jsonl, append_jsonl, atomic_write, _lock_owner, _alive
 from .policy import Policy
 from .agent import BATCH_SIZE, Target, sample_id, run, _batches, _ids, _claim, _run_config, _finished
 from .agent import _portable, _pass, _passes
+from .tasks import PAPER_STYLE
 
 # %% auto #0
 __all__ = ['SHARD_SIZE', 'shards', 'connect', 'merge_shard', 'vet_on_cluster']
@@ -200,4 +201,4 @@ def _summary(policy, ids, n_resumed, n_retried, ran, wall, kw, where):
                 n_retried=n_retried + sum(r["n_retried"] for r in ran), jobs=where["threads"], wall_s=round(wall, 3),
                 spectra_per_s=round(n_run / wall, 3) if n_run and wall > 0 else None,
                 model_s=round(sum(r["model_s"] for r in ran), 3), tool_s=round(sum(r["tool_s"] for r in ran), 3),
-                style=kw.get("style", "spec-o3"), cluster=dict(**where, shards=ran))
+                style=kw.get("style", PAPER_STYLE), cluster=dict(**where, shards=ran))

@@ -12,11 +12,11 @@ import numpy as np
 import pandas as pd
 from .spectrum import Spectrum, SpectrumError
 from .agent import Sample, as_sample, inspect_batch, read_trajectories
-from .io import atomic_write, read_jsonl, append_jsonl
+from .files import atomic_write, read_jsonl, append_jsonl
 from .policy import Episode, Policy
 from .prompts import TASKS, PAPER_TASKS, OOD_TASKS, MAX_TOOL_CALLS, system_text
 from .reward import parse, wavelength_mentions, WAVELENGTH_RANGE
-from .tasks import task_key
+from .tasks import task_key, PAPER_STYLE
 from .tool import TOOL_NAME
 
 # %% auto #0
@@ -186,7 +186,7 @@ def draft(samples, # Samples or benchmark rows (see `pick_samples`, `simulate_sa
           k:int=3, # examples per episode for an LLM drafter
           tasks=PAPER_TASKS, # task keys drafted; PAPER_TASKS + OOD_TASKS adds the generalisation tasks
           min_snr:float|None=MIN_SNR, # samples at or below this SNR are skipped; None: no floor (e.g. atlas spectra without a noise estimate)
-          style:str="spec-o3", # renderer style of every image (the SFT images should match evaluation's)
+          style:str=PAPER_STYLE, # renderer style of every image (the SFT images should match evaluation's)
           max_tool_calls:int=MAX_TOOL_CALLS, # tool budget per trajectory
           zoom:bool=True, # False: no-tool drafts (no tool in the prompt, the overview only), for the retrained no-tool ablation
           batch_size:int=8, # samples inspected together
@@ -955,7 +955,7 @@ def open_coldstart(path # the project's export folder (trl/, export.json), an au
     raw = ds.with_format(None).remove_columns(["messages", "images"]).to_pandas()  # provenance columns only: no images decoded
     count = lambda col: {k: int(v) for k, v in Counter(x or "unknown" for x in raw[col]).items()}
     return ds, dict(n=len(ds), per_task=count("task"), per_label=count("truth"), drafter="the authors' expert trajectories (ShareGPT)",
-                    review="as published", style="spec-o3", profile=None, source=path.name)
+                    review="as published", style=PAPER_STYLE, profile=None, source=path.name)
 
 # %% ../nbs/12_coldstart.ipynb #5d704120
 def _spread(keys, n):

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 from .spectrum import lamost_wavelength
-from .tasks import PAPER_TASKS, yes_no, row_get
+from .tasks import PAPER_TASKS, yes_no, row_get, PAPER_STYLE
 from .prompts import IMAGE_TOKEN, MAX_TOOL_CALLS, TASKS, install_template, user_prompt, system_text, check_prompt
 from .tool import SpectralVisualizationTool, TOOL_NAME, TOOL_SCHEMA, MAX_LABEL
 from .render import FAST_SIZE
@@ -33,7 +33,7 @@ except ImportError as e:  # the model side is the `train` extra, not the core
     raise ImportError(f"speco3.grpo needs torch, transformers, trl and datasets ({e}); install them with: pip install 'speco3[train]'") from e
 
 # %% auto #0
-__all__ = ['LARGEST_IMAGE', 'PROFILES', 'VLLM_MODES', 'LOGIT_BAN', 'SpectralToolEnv', 'demo_rows', 'grpo_example', 'grpo_rows',
+__all__ = ['LARGEST_IMAGE', 'VLLM_MODES', 'LOGIT_BAN', 'SpectralToolEnv', 'demo_rows', 'grpo_example', 'grpo_rows',
            'grpo_dataset', 'assistant_text', 'make_reward', 'tool_turn_tokens', 'call_tokens', 'completion_budget',
            'paper_processor', 'settle', 'batch_plan', 'grpo_args', 'profile_table', 'grpo_trainer', 'save_reward_curve',
            'fifths', 'train_grpo', 'ban_tokens', 'check_vllm']
@@ -49,7 +49,7 @@ class _Tool(dict):
 class SpectralToolEnv:
     "The zoom tool of one rollout for TRL's GRPOTrainer: built from the row's `create_kwargs` in `reset`, at most `max_calls` plots."
     def __init__(self,
-                 style="spec-o3", # renderer style of the plots (a key of speco3.render.STYLES)
+                 style=PAPER_STYLE, # renderer style of the plots (a key of speco3.render.STYLES)
                  max_calls=MAX_TOOL_CALLS): # tool calls answered per rollout; later ones get the agent's limit message
         self.style, self.max_calls = style, max_calls
         self.tool, self.results, self.sample_id = None, [], None
@@ -107,7 +107,7 @@ def demo_rows(n=4, # how many rows
 def _overview(row, ck, style, where):
     "The overview plot of a row: its stored image when drawn in `style`, else the tool's full view in `style`."
     images = row.get("images")
-    if style == "spec-o3" and images is not None and len(images) and row_get(images[0], "bytes"):
+    if style == PAPER_STYLE and images is not None and len(images) and row_get(images[0], "bytes"):
         import io
         return Image.open(io.BytesIO(images[0]["bytes"])).convert("RGB")
     r = SpectralVisualizationTool.from_create_kwargs(ck, style=style).execute()
@@ -115,7 +115,7 @@ def _overview(row, ck, style, where):
     return r.image
 
 def grpo_example(row, # a SpecVI-Bench row (dict)
-                 style="spec-o3", # renderer style of the run's plots
+                 style=PAPER_STYLE, # renderer style of the run's plots
                  zoom=True, # False: the no-tool variant's prompt (no zooming asked for; the run has no tool)
                  prompt="paper"): # "brief": the miniature's system text and the question alone (see `speco3.prompts.PROMPTS`)
     "One TRL row: prompt messages (no tool schema: TRL adds it), the overview image, the tool's create_kwargs and the label."
@@ -151,7 +151,7 @@ def grpo_rows(data, # a SpecVI-Bench folder, a parquet file, or a list of rows
     return rows
 
 def grpo_dataset(data, # what `grpo_rows` reads, or a list of rows
-                 style="spec-o3", # renderer style of the run (overview and zooms)
+                 style=PAPER_STYLE, # renderer style of the run (overview and zooms)
                  split="train", # for a folder: the split
                  tasks=PAPER_TASKS, # tasks to keep
                  limit=None, # keep this many rows (a seeded shuffle first); None: all
@@ -215,7 +215,7 @@ def make_reward(alpha=0.2): # format penalty α of the rule reward
     return spec_o3_reward
 
 # %% ../nbs/14_grpo.ipynb #e81d4d76
-LARGEST_IMAGE = {"spec-o3": (792, 472), "fast": FAST_SIZE}  # (width, height) px of the largest plot each style draws
+LARGEST_IMAGE = {PAPER_STYLE: (792, 472), "fast": FAST_SIZE}  # (width, height) px of the largest plot each style draws
 _LABEL = ("He I 4471, He II 4686 and the higher Balmer lines at the blue end, with the continuum shape")[:MAX_LABEL]
 
 def _longest_reply():
@@ -247,7 +247,7 @@ def call_tokens(processor) -> int: # the run's processor
 
 def completion_budget(processor, # the run's processor
                       calls=MAX_TOOL_CALLS, # N: tool calls per rollout
-                      style="spec-o3", # plot style: its largest plot is assumed for every call
+                      style=PAPER_STYLE, # plot style: its largest plot is assumed for every call
                       reasoning_tokens=512, # R: reasoning allowance before each call
                       answer_tokens=512, # A: allowance for the final turn (reasoning and answer)
                       image_size=None) -> dict: # (width, height) of the plots; None: LARGEST_IMAGE[style]
@@ -267,16 +267,15 @@ def paper_processor():
 # %% ../nbs/14_grpo.ipynb #867d74df
 from .profiles import GRPOProfile, GRPO  # the settings per profile: plain data, read without torch
 
-PROFILES = GRPO  # profile -> GRPOProfile
 
 _OURS = tuple(f.name for f in fields(GRPOProfile))
 _FIXED = ("output_dir", "seed", "data_seed", "per_device_train_batch_size", "gradient_accumulation_steps",
           "steps_per_generation", "generation_batch_size", "max_tool_calling_iterations")  # set by grpo_args from the profile
 
-def settle(profile="cpu", # a key of PROFILES or a GRPOProfile
+def settle(profile="cpu", # a key of GRPO or a GRPOProfile
            **overrides) -> tuple: # profile fields or other GRPOConfig arguments
     "(the profile with overrides applied, the extra GRPOConfig arguments)."
-    return settle_profile(profile, PROFILES, GRPOConfig, overrides, _FIXED, kind="GRPO",
+    return settle_profile(profile, GRPO, GRPOConfig, overrides, _FIXED, kind="GRPO",
                           why="follow from the profile's questions, rollouts and micro-batch (or seed=); change those fields instead")
 
 def batch_plan(prof, # a GRPOProfile
@@ -308,9 +307,9 @@ def grpo_args(prof, # a GRPOProfile
                       use_cpu=not torch.cuda.is_available(), save_strategy="steps", report_to="none", disable_tqdm=not progress,
                       dataloader_num_workers=0, dataloader_pin_memory=torch.cuda.is_available(), remove_unused_columns=False, **{k: getattr(prof, k) for k in same}, **extra)
 
-def profile_table(profiles=None): # a dict of GRPOProfile; None: PROFILES
+def profile_table(profiles=None): # a dict of GRPOProfile; None: GRPO
     "The profiles side by side, one row per setting (a pandas DataFrame)."
-    return runs.profile_table(profiles or PROFILES)
+    return runs.profile_table(profiles or GRPO)
 
 # %% ../nbs/14_grpo.ipynb #1c6f64ea
 class _GRPOTrainer(ResumeFullWeights, SharesCores, GRPOTrainer):
@@ -356,7 +355,7 @@ def _start(prof, init, out, seed):
 def grpo_trainer(data, # a SpecVI-Bench folder/parquet/rows, or a Dataset made by grpo_dataset
                  out_dir, # run folder: checkpoints/, model/, config.json, rewards.csv, figures/
                  init=None, # the SFT run folder (its model/), a model folder / hub id, or a loaded model; None: the profile's model
-                 profile="cpu", # a key of PROFILES or a GRPOProfile
+                 profile="cpu", # a key of GRPO or a GRPOProfile
                  seed=0, # sampling, data-order and tiny-init seed
                  processor=None, # needed with a loaded model; None: loaded from the model folder
                  callbacks=None, # extra TrainerCallbacks

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from .coldstart import simulate_samples, draft, qc, sft_table, sft_features
-from .io import read_jsonl
+from .files import read_jsonl
 from .metrics import predictions_frame, evaluate, paired_difference
 from .prompts import TASKS
 from .seeing import SeeingExpert

@@ -4,23 +4,23 @@
 
 # %% ../nbs/01_io.ipynb #529df66f
 from __future__ import annotations
-import gzip, io as _io, json, os, re, socket, threading, time, warnings, zlib
-from contextlib import contextmanager
+import gzip, io as _io, json, os, re, warnings, zlib
 from functools import lru_cache
 from pathlib import Path
 from collections.abc import Mapping
 import numpy as np
 from astropy.io import fits
 from astropy.io.fits.verify import VerifyError
+from .files import atomic_write
 from .spectrum import Spectrum, SpectrumError
 from .tasks import yes_no, row_get
 
 _all_ = ["Spectrum", "SpectrumError"]
 
 # %% auto #0
-__all__ = ['MAX_DECOMPRESSED', 'BIN_KMS', 'MAX_PIXELS', 'real_spectra_dir', 'read_spectrum', 'read_spectra', 'science_targets',
-           'spectra_of', 'coarsen', 'atomic_write', 'escape_surrogates', 'read_jsonl', 'append_jsonl', 'RunLocked',
-           'run_lock', 'write_fits', 'write_parquet', 'to_specvi_row', 'Spectrum', 'SpectrumError']
+__all__ = ['MAX_DECOMPRESSED', 'FITS_LAYOUTS', 'BIN_KMS', 'MAX_PIXELS', 'real_spectra_dir', 'read_spectrum', 'read_spectra',
+           'science_targets', 'spectra_of', 'coarsen', 'write_fits', 'write_parquet', 'to_specvi_row', 'Spectrum',
+           'SpectrumError']
 
 # %% ../nbs/01_io.ipynb #f8098717
 def _has_collection(p:Path) -> bool: return (p / "spectra.parquet").is_file()
@@ -98,17 +98,11 @@ def _read(source, opts) -> Spectrum:
     return _read_fits(hdul, path, layout, opts)
 
 def _read_fits(h, path, layout, opts) -> Spectrum:
-    "Call the reader of `layout` (each is defined in its section below)."
-    if layout in ("lamost-image", "lamost-dr1-image"): return _read_lamost_image(h, path, layout, opts)
-    if layout == "lamost-coadd": return _read_lamost_coadd(h, path, layout, opts)
-    if layout == "sdss-coadd": return _read_sdss(h, path, layout, opts)
-    if layout == "desi-coadd": return _read_desi(h, path, layout, opts)
-    if layout == "speco3-fits": return _read_speco3_fits(h, path, layout, opts)
-    if layout == "6dfgs": return _read_6df(h, path, layout, opts)
-    if layout == "fits-table": return _read_table(h, path, layout, opts)
-    if layout == "iraf-image": return _read_iraf(h, path, layout, opts)
+    "Call the reader of `layout` in `FITS_LAYOUTS`; a layout not in it goes to specutils (the fallback)."
+    if layout in FITS_LAYOUTS: return FITS_LAYOUTS[layout][1](h, path, layout, opts)
     return _read_specutils(path, opts, why=f"unknown FITS layout (HDUs: {_hdu_shapes(h)}); not a LAMOST, SDSS/BOSS, DESI, "
                            "6dFGS, IRAF-style image or wavelength/flux table")
+
 
 # %% ../nbs/01_io.ipynb #ba2daab2
 def read_spectrum(source, # path to a FITS/.fits.gz/parquet/text file, or a table row (dict or pandas Series)
@@ -181,24 +175,43 @@ def _wavelength_row(img) -> bool:
     w = np.asarray(img[2], dtype=float)
     return bool(np.isfinite(w).all() and (np.diff(w) > 0).all() and w[0] >= 3000 and w[-1] <= 10000)
 
-def _fits_layout(h: fits.HDUList, path) -> str:
-    "Name of the layout of an opened FITS file, from its content."
+def _coadd_columns(h) -> set:
+    "Lower-case column names of a `COADD` binary table (SDSS/BOSS and LAMOST coadds), empty when there is none."
     names = [x.name.upper() for x in h]
-    if "SPECO3V" in h[0].header: return "speco3-fits"
-    if "COADD" in names and isinstance(h["COADD"], fits.BinTableHDU):
-        cols = {c.lower() for c in h["COADD"].columns.names}
-        if {"loglam", "flux"} <= cols: return "sdss-coadd"
-        if {"wavelength", "flux"} <= cols: return "lamost-coadd"
-    if "FIBERMAP" in names and any(f"{a}_FLUX" in names and f"{a}_WAVELENGTH" in names for a in "BRZ"):
-        return "desi-coadd"
+    if "COADD" not in names or not isinstance(h["COADD"], fits.BinTableHDU): return set()
+    return {c.lower() for c in h["COADD"].columns.names}
+
+def _is_desi(h) -> bool:
+    names = [x.name.upper() for x in h]
+    return "FIBERMAP" in names and any(f"{a}_FLUX" in names and f"{a}_WAVELENGTH" in names for a in "BRZ")
+
+def _is_lamost_image(h) -> bool:
+    "A 2-D primary image of 2–9 rows that says it is LAMOST (a COEFF0 grid or the telescope's name)."
     hdr = h[0].header
-    if hdr.get("NAXIS") == 2 and 2 <= hdr.get("NAXIS2", 0) <= 9 and hdr.get("NAXIS1", 0) > 100 and (
-            "COEFF0" in hdr or "LAMOST" in str(hdr.get("TELESCOP", "")).upper()):
-        return "lamost-image" if _wavelength_row(h[0].data) else "lamost-dr1-image"
-    if _6df_hdus(h): return "6dfgs"
-    if _spectral_table(h)[0] is not None: return "fits-table"
-    if _iraf_hdu(h) is not None: return "iraf-image"
-    return "specutils"   # the fallback: specutils' loaders, or an error that names the CSV route
+    return hdr.get("NAXIS") == 2 and 2 <= hdr.get("NAXIS2", 0) <= 9 and hdr.get("NAXIS1", 0) > 100 and (
+        "COEFF0" in hdr or "LAMOST" in str(hdr.get("TELESCOP", "")).upper())
+
+# layout name -> (detect(hdus) -> bool, read(hdus, path, layout, opts) -> Spectrum); the readers live in their
+# sections below, hence the lambdas. The FIRST layout whose detect is true wins, so the order is part of the rules:
+# our own files first (they hold a COADD table like the survey coadds but must round-trip as ours); a DR2–DR7 LAMOST
+# image before DR1's (which is any LAMOST image without a wavelength row); the survey layouts before the generic ones
+# (6dFGS, a FITS table, an IRAF image), whose loose tests some survey files also pass. A new layout is one entry here,
+# placed before the generic ones; anything no entry detects goes to specutils.
+FITS_LAYOUTS = {
+    "speco3-fits": (lambda h: "SPECO3V" in h[0].header, lambda *a: _read_speco3_fits(*a)),
+    "sdss-coadd": (lambda h: {"loglam", "flux"} <= _coadd_columns(h), lambda *a: _read_sdss(*a)),
+    "lamost-coadd": (lambda h: {"wavelength", "flux"} <= _coadd_columns(h), lambda *a: _read_lamost_coadd(*a)),
+    "desi-coadd": (_is_desi, lambda *a: _read_desi(*a)),
+    "lamost-image": (lambda h: _is_lamost_image(h) and _wavelength_row(h[0].data), lambda *a: _read_lamost_image(*a)),
+    "lamost-dr1-image": (_is_lamost_image, lambda *a: _read_lamost_image(*a)),
+    "6dfgs": (lambda h: bool(_6df_hdus(h)), lambda *a: _read_6df(*a)),
+    "fits-table": (lambda h: _spectral_table(h)[0] is not None, lambda *a: _read_table(*a)),
+    "iraf-image": (lambda h: _iraf_hdu(h) is not None, lambda *a: _read_iraf(*a)),
+}
+
+def _fits_layout(h: fits.HDUList, path) -> str:
+    "Name of the layout of an opened FITS file, from its content: the first entry of `FITS_LAYOUTS` that detects it."
+    return next((name for name, (detect, _) in FITS_LAYOUTS.items() if detect(h)), "specutils")   # else: specutils
 
 def _hdu_shapes(h) -> str:
     return ", ".join(f"{x.name or f'HDU{k}'}{'' if x.data is None else list(np.shape(x.data))}" for k, x in enumerate(h))
@@ -963,128 +976,6 @@ def _read_specutils(path, opts, fmt=None, why=None) -> Spectrum:
     meta = _base_meta(path, "specutils", id=name, object=name, medium=medium, medium_source=msrc, specutils_format=f,
                       flux_unit=str(s.flux.unit) or None, wave_unit=str(s.spectral_axis.unit), n_in_file=len(sl))
     return _spectrum(wave, flux, ivar, mask, None, meta)
-
-
-# %% ../nbs/01_io.ipynb #d9656d6a
-def _tmp_of(path: Path) -> Path:
-    "A temporary name beside `path` that keeps its suffix (writers pick the format from it, e.g. .fits.gz)."
-    return path.with_name(f".tmp-{os.getpid()}-{threading.get_ident()}-{path.name}")
-
-def _fsync(path: Path):
-    with open(path, "rb+") as f: os.fsync(f.fileno())
-
-def atomic_write(path, # the file to write or replace
-                 data # str (UTF-8, unencodable characters escaped), bytes, or a function that writes the path it is given
-                ) -> Path:
-    "Write `path` all at once: a temporary file beside it, flushed to disk, renamed over it; a crash never leaves half a file."
-    path = Path(path)
-    tmp = _tmp_of(path)
-    try:
-        if callable(data): data(tmp)
-        else: tmp.write_bytes(data.encode("utf-8", "backslashreplace") if isinstance(data, str) else bytes(data))
-        _fsync(tmp)
-        os.replace(tmp, path)
-    finally: tmp.unlink(missing_ok=True)
-    return path
-
-def escape_surrogates(text # any value; only a str changes
-                     ):
-    "`text` with lone surrogates (a file name that is not UTF-8) written as \\udcff escapes, which every writer and terminal takes."
-    return text.encode("utf-8", "backslashreplace").decode("utf-8") if isinstance(text, str) else text
-
-def _objects(line: bytes) -> list | None:
-    "The JSON objects on one line (two glued rows give two); None when it holds anything else."
-    try: text, dec, out, i = line.decode("utf-8").strip(), json.JSONDecoder(), [], 0
-    except UnicodeDecodeError: return None
-    while i < len(text):
-        try: obj, i = dec.raw_decode(text, i)
-        except ValueError: return None
-        if not isinstance(obj, dict): return None
-        out.append(obj)
-        while i < len(text) and text[i].isspace(): i += 1
-    return out
-
-def read_jsonl(path, # a JSON-lines log: one JSON object a line
-               repair:bool=False, # rewrite the file without its broken lines (and with a final newline)
-               require:tuple=() # keys every row must have; a row without one counts as broken
-              ) -> list[dict]:
-    "The rows of a JSONL log in order; a broken line is skipped with a warning naming the file and line, the rows after it kept."
-    path = Path(path)
-    if not path.exists(): return []
-    raw = path.read_bytes()
-    rows, good, bad = [], [], []
-    for n, line in enumerate(raw.split(b"\n"), 1):
-        if not line.strip(): continue
-        objs = _objects(line)
-        if objs is None or any(k not in o for o in objs for k in require): bad.append(n); continue
-        rows += objs
-        good += [json.dumps(o, ensure_ascii=False).encode("utf-8", "backslashreplace") for o in objs] if len(objs) > 1 else [line]
-    if bad: warnings.warn(f"{path}: skipped {len(bad)} broken line(s) (line {', '.join(map(str, bad[:5]))}{', …' if len(bad) > 5 else ''})")
-    tidy = b"".join(l + b"\n" for l in good)
-    if repair and tidy != raw: atomic_write(path, tidy)
-    return rows
-
-def append_jsonl(path, # the JSONL log (created when missing)
-                 rows # dicts to append, one line each
-                ) -> None:
-    "Append `rows` durably (flushed to disk); a torn last line is repaired first, so no row is glued onto it."
-    path = Path(path)
-    data = b"".join(json.dumps(r, ensure_ascii=False, default=float).encode("utf-8", "backslashreplace") + b"\n" for r in rows)
-    if path.exists() and path.stat().st_size:
-        with open(path, "rb") as f: f.seek(-1, 2); torn = f.read(1) != b"\n"
-        if torn: read_jsonl(path, repair=True)
-    with open(path, "ab") as f:
-        f.write(data); f.flush(); os.fsync(f.fileno())
-
-
-# %% ../nbs/01_io.ipynb #12711378
-class RunLocked(FileExistsError):
-    "A folder another live process is writing."
-
-def _lock_owner(path: Path):
-    "(pid, host) written in a lock file, or (None, None) when it is empty or unreadable."
-    try: pid, host = path.read_text().split()[:2]; return int(pid), host
-    except (OSError, ValueError): return None, None
-
-def _alive(pid, host) -> bool:
-    "Whether the process that wrote a lock may still run (a process on another host is assumed to)."
-    if host != socket.gethostname(): return True
-    try: os.kill(pid, 0)
-    except ProcessLookupError: return False
-    except PermissionError: return True
-    return True
-
-def _stale(path: Path) -> bool:
-    pid, host = _lock_owner(path)
-    if pid is None:  # a writer between creating and filling it, or a crash right then
-        try: return time.time() - path.stat().st_mtime > 10
-        except FileNotFoundError: return True
-    return not _alive(pid, host)
-
-@contextmanager
-def run_lock(folder, # the folder to hold (created when missing)
-             name:str=".lock", # the lock file in it
-             wait:bool=False, # wait while a live process holds it (e.g. another notebook making the same files) instead of refusing
-             poll:float=2.0 # seconds between looks while waiting
-            ):
-    "Hold `folder` for one writer: a second is refused with `RunLocked` naming the holder (with `wait`, it waits its turn); a lock of a dead process is taken over."
-    folder = Path(folder); folder.mkdir(parents=True, exist_ok=True)
-    path, taken_over = folder / name, 0
-    while True:
-        try: fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            if _stale(path):
-                taken_over += 1
-                if taken_over > 3: raise RunLocked(f"{folder}: cannot take the lock {path.name}") from None
-                path.unlink(missing_ok=True); continue
-            if wait: time.sleep(poll); continue
-            pid, host = _lock_owner(path)
-            raise RunLocked(f"{folder}: in use by another process (pid {pid} on {host}, lock {path.name}); "
-                            "wait for it to finish, or use another folder") from None
-        with os.fdopen(fd, "w") as f: f.write(f"{os.getpid()} {socket.gethostname()}\n")
-        break
-    try: yield path
-    finally: path.unlink(missing_ok=True)
 
 
 # %% ../nbs/01_io.ipynb #9813c421

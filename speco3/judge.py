@@ -8,7 +8,7 @@ import json, re, zlib
 from pathlib import Path
 import numpy as np
 import pandas as pd
-from .io import append_jsonl, read_jsonl, run_lock
+from .files import append_jsonl, read_jsonl, run_lock
 from .policy import Episode, Policy
 from .prompts import TASKS
 

@@ -602,7 +602,7 @@ def write_predictions(path, # the CSV file to write
                       policy:str|None=None # the policy's name, written in a `policy` column when given
                      ) -> Path:
     "Write the predictions file: one row per record, the columns `PREDICTION_COLUMNS` (and `policy`)."
-    from speco3.io import atomic_write, escape_surrogates
+    from speco3.files import atomic_write, escape_surrogates
     for i, r in enumerate(records := list(records)):
         if not isinstance(r, dict): raise ValueError(f"record {i} is a {type(r).__name__}, not a dict")
     df = pd.DataFrame([_prediction_row(r, escape_surrogates) for r in records], columns=list(PREDICTION_COLUMNS))

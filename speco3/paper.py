@@ -6,7 +6,7 @@
 from __future__ import annotations
 import json
 from pathlib import Path
-from .io import atomic_write
+from .files import atomic_write
 from .tasks import PAPER_TASKS
 from .metrics import slug, markdown_table
 from .records import relative
@@ -267,7 +267,7 @@ def small_sft(full, # the cold start's Dataset (the full SFT set)
               **sft_overrides) -> dict: # train_sft overrides
     "The small-set SFT, trained and vetted once: dict(n, metrics, records, throughput). Two notebooks asking at once get one run."
     from speco3.sft import train_sft, mix_in
-    from speco3.io import run_lock
+    from speco3.files import run_lock
     ds = small_set(full, n_small, seed)
     out = Path(runs_dir) / f"sft-{profile}-{len(ds)}"
     with run_lock(out, ".small.lock", wait=True):

@@ -5,7 +5,7 @@
 # %% ../nbs/00b_profiles.ipynb #ed77c548
 from __future__ import annotations
 from dataclasses import asdict, dataclass, is_dataclass
-from .tasks import PUBLISHED_TRAIN, PUBLISHED_TEST, MAX_TOOL_CALLS
+from .tasks import PUBLISHED_TRAIN, PUBLISHED_TEST, MAX_TOOL_CALLS, PAPER_STYLE
 
 PROFILES = ("smoke", "cpu", "gpu", "paper")  # smallest first
 ABOUT = {  # profile -> where it runs and what it is for (design notes §4)
@@ -97,7 +97,7 @@ class SFTProfile:
     replay_layout: bool = False        # replay each plot where the agent sees it, after an overview (`speco3.seeing.layout_chats`), not alone
     prompt: str = "paper"              # prompt style learnt (`speco3.prompts.PROMPTS`): agent chats are restyled to it, the model records it
 
-SFT = {  # profile -> the SFT recipe (`speco3.sft.PROFILES`)
+SFT = {  # profile -> the SFT recipe (read by `speco3.sft`)
     "paper": SFTProfile("paper", model="Qwen/Qwen2.5-VL-7B-Instruct", global_batch=32),  # the authors': 4 per device x 8 GPUs
     "gpu": SFTProfile("gpu", model="Qwen/Qwen2.5-VL-3B-Instruct", global_batch=32, save_steps=100),
     "cpu": SFTProfile("cpu", learning_rate=1e-3, num_train_epochs=5, max_length=None, bf16=False, freeze_vision=False,
@@ -114,7 +114,7 @@ class GRPOProfile:
     model: str | None = None           # starting model when no `init` is given; None: a random tiny model (smoke) or init required
     needs_init: bool = False           # refuse to start without an SFT checkpoint (`init`)
     tiny_size: str = "tiny"            # speco3.tiny size of the random model built when neither init nor model is given
-    style: str = "spec-o3"             # renderer style of the overview and the zooms
+    style: str = PAPER_STYLE             # renderer style of the overview and the zooms
     num_generations: int = 8           # rollouts per question (G)
     max_tool_calls: int = MAX_TOOL_CALLS  # tool calls answered per rollout, and TRL's max_tool_calling_iterations
     prompts_per_step: int = 64         # questions per generation round (verl train_batch_size)
@@ -144,7 +144,7 @@ class GRPOProfile:
     save_total_limit: int = 2
     prompt: str = "paper"              # prompt style of the questions (`speco3.prompts.PROMPTS`); the trained model records it
 
-GRPO = {  # profile -> the GRPO recipe (`speco3.grpo.PROFILES`)
+GRPO = {  # profile -> the GRPO recipe (read by `speco3.grpo`)
     "paper": GRPOProfile("paper", model="Qwen/Qwen2.5-VL-7B-Instruct", max_tool_calls=7, max_completion_length=32768),  # the authors' config: 8 assistant turns (7 zooms + the answer), response 32 768
     "gpu": GRPOProfile("gpu", model="Qwen/Qwen2.5-VL-3B-Instruct", prompts_per_step=8, prompts_per_update=4, micro_batch=4,
                        num_train_epochs=1, save_steps=20, max_tool_calls=7),  # the authors' 8 assistant turns, as at paper: 7 zooms + the answer
@@ -174,7 +174,7 @@ class VerlProfile:
     gpu_memory_utilization: float # share of GPU memory the rollout engine may take
     offload: bool                 # FSDP parameter and optimizer offload to CPU memory
 
-VERL = {  # profile -> the machine of a verl run (`speco3.verl.PROFILES`)
+VERL = {  # profile -> the machine of a verl run (read by `speco3.verl`)
     "paper": VerlProfile("paper", "Qwen/Qwen2.5-VL-7B-Instruct", gpus_per_node=8, tensor_parallel=2,
                          train_batch_size=64, ppo_mini_batch_size=32, gpu_memory_utilization=0.65, offload=True),
     "gpu": VerlProfile("gpu", "Qwen/Qwen2.5-VL-3B-Instruct", gpus_per_node=1, tensor_parallel=1,

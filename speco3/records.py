@@ -8,7 +8,7 @@ import json, os, platform, subprocess, sys, time
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from .io import atomic_write
+from .files import atomic_write
 from . import profiles
 
 # %% auto #0

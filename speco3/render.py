@@ -24,9 +24,10 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import MultipleLocator, AutoLocator, AutoMinorLocator
 from PIL import Image, ImageDraw, ImageFont
 from .spectrum import SpectrumError
+from .tasks import PAPER_STYLE
 
 # %% ../nbs/02_render.ipynb #a75ab5be
-STYLES = {"spec-o3": "spec-o3/2", "fast": "fast/1"}  # style name -> version; bump a version when its pixels change on purpose
+STYLES = {PAPER_STYLE: "spec-o3/2", "fast": "fast/1"}  # style name -> version; bump a version when its pixels change on purpose
 
 DPI = 80                                  # figures are drawn (and saved) at 80 dpi
 MAX_TICKS = 5000                          # ticks per axis, at most; beyond, coarser steps (see `bounded_steps`)
@@ -498,11 +499,11 @@ def _draw_fast(p):
 # %% ../nbs/02_render.ipynb #ead98dd9
 def render(spectrum, # a Spectrum; wavelength vs flux as given (pass a rest-frame spectrum for rest frame)
            window=None, # (lo, hi) in Å of spectrum.wavelength, or None for the full spectrum
-           style="spec-o3", # "spec-o3" or "fast" (see STYLES)
+           style=PAPER_STYLE, # "spec-o3" or "fast" (see STYLES)
            title=None # title; default "Spectrum" (spec-o3: always; fast: "Spectrum λ lo–hi Å" for a window)
           ) -> Image.Image:
     "Render `spectrum` (or a window of it) as an RGB image in `style`. Masked pixels and non-finite flux are gaps."
     if not isinstance(style, str) or style not in STYLES:
         raise SpectrumError(f"render: unknown style {style!r}; choose one of {sorted(STYLES)}")
-    if style == "spec-o3": return _render_spec_o3(_prepare_o3(spectrum, window, title))
+    if style == PAPER_STYLE: return _render_spec_o3(_prepare_o3(spectrum, window, title))
     return _render_fast(_prepare(spectrum, window, title))

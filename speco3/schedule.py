@@ -6,7 +6,7 @@
 from __future__ import annotations
 import os, subprocess, time
 from pathlib import Path
-from .io import atomic_write
+from .files import atomic_write
 from .profiles import CORES_ENV
 
 # %% auto #0

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
 from .profiles import check_profile, PERCEPTION  # the stage's sizes per profile
-from .io import run_lock
+from .files import run_lock
 from .expert import LIMITS, measurements, decide, covered_windows, ScriptedExpertPolicy
 from .prompts import TASKS, PAPER_TASKS
 from .tool import SpectralVisualizationTool, TOOL_NAME

@@ -27,10 +27,10 @@ except ImportError as e:  # the model side is the `train` extra, not the core
     raise ImportError(f"speco3.sft needs torch, transformers, trl and datasets ({e}); install them with: pip install 'speco3[train]'") from e
 
 # %% auto #0
-__all__ = ['PROFILES', 'ACCELERATE_CONFIGS', 'LORA_TARGETS', 'conversation_to_example', 'demo_conversations', 'sft_dataset',
-           'stored_chats', 'as_sft_dataset', 'one_turn_dataset', 'mix_in', 'profile_table', 'accelerate_config',
-           'settle', 'lora_config', 'split_vision_groups', 'restyled', 'accumulation', 'sft_args', 'sft_trainer',
-           'trained_spans', 'assistant_spans', 'save_loss_curve', 'train_sft']
+__all__ = ['ACCELERATE_CONFIGS', 'LORA_TARGETS', 'conversation_to_example', 'demo_conversations', 'sft_dataset', 'stored_chats',
+           'as_sft_dataset', 'one_turn_dataset', 'mix_in', 'profile_table', 'accelerate_config', 'settle',
+           'lora_config', 'split_vision_groups', 'restyled', 'accumulation', 'sft_args', 'sft_trainer', 'trained_spans',
+           'assistant_spans', 'save_loss_curve', 'train_sft']
 
 # %% ../nbs/13_sft.ipynb #055c0092
 _CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
@@ -193,14 +193,13 @@ def mix_in(data, # what `as_sft_dataset` accepts: the trajectories
 # %% ../nbs/13_sft.ipynb #0f5dc993
 from .profiles import SFTProfile, SFT  # the settings per profile: plain data, read without torch
 
-PROFILES = SFT  # profile -> SFTProfile
 
 _FIXED = ("output_dir", "assistant_only_loss", "seed", "data_seed")  # train_sft sets these itself
 _OURS = ("name", "model", "tiny_size", "global_batch", "master_fp32", "freeze_vision", "vision_lr", "lora_r", "lora_alpha", "lora_dropout", "keep_plots", "replay", "replay_layout", "prompt")  # not SFTConfig's
 
-def profile_table(profiles=None): # a dict of SFTProfile; None: PROFILES
+def profile_table(profiles=None): # a dict of SFTProfile; None: SFT
     "The profiles side by side, one row per setting (a pandas DataFrame)."
-    return runs.profile_table(profiles or PROFILES)
+    return runs.profile_table(profiles or SFT)
 
 # %% ../nbs/13_sft.ipynb #59ab56c5
 ACCELERATE_CONFIGS = {"paper": "accelerate_fsdp.yaml"}  # profile -> Accelerate config in speco3/configs
@@ -214,10 +213,10 @@ def accelerate_config(profile:str="paper" # a profile with a shipped Accelerate 
     return Path(str(resources.files("speco3") / "configs" / ACCELERATE_CONFIGS[profile]))  # package data (MANIFEST.in)
 
 # %% ../nbs/13_sft.ipynb #d955edc2
-def settle(profile="cpu", # a key of PROFILES or an SFTProfile
+def settle(profile="cpu", # a key of SFT or an SFTProfile
            **overrides) -> tuple: # profile fields or other SFTConfig arguments
     "(the profile with overrides applied, the extra SFTConfig arguments)."
-    return settle_profile(profile, PROFILES, SFTConfig, overrides, _FIXED, kind="SFT",
+    return settle_profile(profile, SFT, SFTConfig, overrides, _FIXED, kind="SFT",
                           why="are set by train_sft itself (seed= is its own argument; the loss is always assistant-only)")
 
 # %% ../nbs/13_sft.ipynb #4ac4e20e
@@ -304,7 +303,7 @@ def sft_args(prof, # an SFTProfile
 
 def sft_trainer(data, # what `as_sft_dataset` accepts
                 out_dir, # run folder: base/, checkpoints/, model/, config.json, loss.csv, figures/
-                profile="cpu", # a key of PROFILES or an SFTProfile
+                profile="cpu", # a key of SFT or an SFTProfile
                 model=None, # None: the profile's (tiny: built into out_dir/base); a folder, hub id or loaded model
                 processor=None, # needed with a loaded model whose folder is unknown; None: loaded from the model folder
                 lora=False, # LoRA adapters on the language model instead of full fine-tuning

@@ -11,10 +11,11 @@ import numpy as np
 from numpy.polynomial import legendre
 from .spectrum import Spectrum, SpectrumError, lamost_wavelength, air_to_vacuum
 from . import tasks as _tasks
+from .tasks import PAPER_TASKS
 
 # %% auto #0
-__all__ = ['C_KMS', 'FINE_DLOGLAM', 'SNR_BANDS', 'INSTRUMENTS', 'TASKS', 'OOD_TASKS', 'KINDS', 'blackbody', 'ccm89',
-           'pseudo_voigt', 'band_profile', 'Instrument', 'Kind', 'kinds_for', 'simulate']
+__all__ = ['C_KMS', 'FINE_DLOGLAM', 'SNR_BANDS', 'INSTRUMENTS', 'OOD_TASKS', 'KINDS', 'blackbody', 'ccm89', 'pseudo_voigt',
+           'band_profile', 'Instrument', 'Kind', 'kinds_for', 'simulate']
 
 # %% ../nbs/04_simulate.ipynb #b24b325d
 C_KMS = 299792.458 # speed of light, km/s
@@ -388,7 +389,6 @@ def _observe(f, d, kind, inst, snr_band, snr, keep=None):
     return noisy * cal, ivar
 
 # %% ../nbs/04_simulate.ipynb #c6def32f
-TASKS = _tasks.PAPER_TASKS # the five SpecVI-Bench tasks (speco3.tasks, the one home of task keys)
 OOD_TASKS = _tasks.OOD_TASKS # generalisation tasks (unseen classes)
 
 @dataclass(frozen=True)
@@ -414,7 +414,7 @@ def kinds_for(task, # a task key, e.g. "wd"
     "{kind name: weight} of the kinds that play `role` in `task`, weights normalised to sum to 1."
     if role not in ("positive", "confuser"): raise SpectrumError(f"kinds_for: role must be 'positive' or 'confuser', got {role!r}")
     ks = {k.name: getattr(k, role)[task] for k in KINDS.values() if task in getattr(k, role)}
-    if not ks: raise SpectrumError(f"kinds_for: no kind is a {role} for task {task!r}; tasks: {', '.join(TASKS + OOD_TASKS)}")
+    if not ks: raise SpectrumError(f"kinds_for: no kind is a {role} for task {task!r}; tasks: {', '.join(PAPER_TASKS + OOD_TASKS)}")
     tot = sum(ks.values())
     return {k: v / tot for k, v in ks.items()}
 

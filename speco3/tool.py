@@ -11,6 +11,7 @@ import numpy as np
 from PIL import Image
 from .spectrum import Spectrum, SpectrumError
 from .render import render, STYLES
+from .tasks import PAPER_STYLE
 
 # %% auto #0
 __all__ = ['TOOL_NAME', 'MIN_POINTS', 'MIN_WIDTH', 'MAX_WAVELENGTH', 'MAX_LABEL', 'ERRORS', 'ERROR_REWARD', 'EXAMPLE_CALL',
@@ -204,7 +205,7 @@ class SpectralVisualizationTool:
                  wavelength,          # observed-frame wavelengths, Å, strictly increasing
                  flux,                # flux per pixel; NaN/inf pixels are gaps
                  redshift=0.0,        # z; windows are asked for in the rest frame λ/(1+z)
-                 style="spec-o3",     # a key of `speco3.render.STYLES`
+                 style=PAPER_STYLE,     # a key of `speco3.render.STYLES`
                  ivar=None,           # optional inverse variance (kept on the Spectrum)
                  mask=None,           # optional bad-pixel mask, True = bad
                  meta=None,           # optional metadata dict (source, id, ...)

@@ -10,11 +10,12 @@ import numpy as np
 import pandas as pd
 from .expert import measurements, decide, covered_windows
 from .realmix import TARGETS, wilson
+from .tasks import PAPER_TASKS
 
 # %% auto #0
-__all__ = ['CAP', 'TRIAGE_TASKS', 'decision_margin', 'rule_score', 'expert_score', 'p_yes', 'fit_platt', 'reliability', 'ece',
-           'positives_needed', 'recall_threshold', 'guarantee', 'risk_coverage', 'real_scores', 'sample_scores',
-           'labelled_scores', 'triage_table', 'rank_run', 'check_request', 'triage_lines']
+__all__ = ['CAP', 'decision_margin', 'rule_score', 'expert_score', 'p_yes', 'fit_platt', 'reliability', 'ece', 'positives_needed',
+           'recall_threshold', 'guarantee', 'risk_coverage', 'real_scores', 'sample_scores', 'labelled_scores',
+           'triage_table', 'rank_run', 'check_request', 'triage_lines']
 
 # %% ../nbs/11f_triage.ipynb #a3a83beb
 CAP = 10.0  # margins beyond this count as this clear-cut
@@ -129,10 +130,8 @@ def risk_coverage(score, # scores of a labelled set
                              recall=kept / len(pos) if len(pos) else np.nan))
 
 # %% ../nbs/11f_triage.ipynb #4e7fee5e
-TRIAGE_TASKS = ("cv", "gm", "wd", "ss", "carbon")  # the paper's five questions
-
 def real_scores(spectra, # labelled real spectra (`speco3.realmix.load_real`)
-                tasks=TRIAGE_TASKS) -> pd.DataFrame: # the questions
+                tasks=PAPER_TASKS) -> pd.DataFrame: # the questions
     "One row per (spectrum, question): id, label, split, task, the expert's rule score and the truth."
     rows = []
     for s in spectra:
@@ -170,7 +169,7 @@ def labelled_scores(source, # 'real[:dev|:test]', a SpecVI-Bench folder/parquet,
         if split not in (None, "dev", "test"):
             raise ValueError(f"{src}: the real collection's halves are real:dev and real:test")
         spectra = [s for s in load_real() if split in (None, s.meta["split"])]
-        df = real_scores(spectra, (task,) if task else TRIAGE_TASKS)
+        df = real_scores(spectra, (task,) if task else PAPER_TASKS)
     elif (p := Path(src)).is_dir() and (p / "ranked.csv").exists(): df = _csv_scores(p / "ranked.csv")
     elif p.suffix.lower() == ".csv": df = _csv_scores(p)
     elif p.exists():
@@ -223,7 +222,7 @@ def rank_run(run_dir, # a `speco3 vet` run folder (with predictions.csv)
              recall=None, # the asked recall (None: rank only)
              calibrate=None) -> dict: # the labelled calibration set (see `labelled_scores`); needed with `recall`
     "Write ranked.csv (and with `recall`, triage.json) into the run folder; returns the triage per task."
-    from speco3.io import atomic_write
+    from speco3.files import atomic_write
     if (recall is None) != (calibrate is None):
         raise ValueError("--recall and --calibrate go together (a recall is kept on a labelled set)")
     run_dir = Path(run_dir)

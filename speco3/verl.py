@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from .tool import TOOL_NAME, TOOL_SCHEMA
-from .tasks import PAPER_TASKS
+from .tasks import PAPER_TASKS, PAPER_STYLE
 from .profiles import check_profile
 from .prompts import MAX_TOOL_CALLS, chat_template
 from .reward import ALPHA
@@ -18,9 +18,9 @@ from .bench import file_stem, set_info
 
 # %% auto #0
 __all__ = ['ROLLOUT_N', 'LEARNING_RATE', 'TOTAL_EPOCHS', 'MAX_PROMPT_LENGTH', 'MAX_RESPONSE_LENGTH', 'MAX_ASSISTANT_TURNS',
-           'MAX_TOOL_RESPONSE_LENGTH', 'AGENT_WORKERS', 'PROFILES', 'IMAGE_TOKENS', 'TOOL_REPLY_TOKENS',
-           'ASSISTANT_TOKENS', 'REWARD_MODULE', 'TOOL_MODULE', 'TOOL_CLASS', 'VERL_REQUIREMENTS', 'image_tokens',
-           'response_length', 'grpo_config', 'tool_config', 'core_requirements', 'export_verl']
+           'MAX_TOOL_RESPONSE_LENGTH', 'AGENT_WORKERS', 'IMAGE_TOKENS', 'TOOL_REPLY_TOKENS', 'ASSISTANT_TOKENS',
+           'REWARD_MODULE', 'TOOL_MODULE', 'TOOL_CLASS', 'VERL_REQUIREMENTS', 'image_tokens', 'response_length',
+           'grpo_config', 'tool_config', 'core_requirements', 'export_verl']
 
 # %% ../nbs/15_verl.ipynb #d684376f
 ROLLOUT_N = 8             # rollouts per question (GRPO group size)
@@ -34,12 +34,11 @@ AGENT_WORKERS = 8         # rollout.agent.num_workers: verl's default; the autho
 
 from .profiles import VerlProfile, VERL  # the settings per profile: plain data
 
-PROFILES = VERL  # profile -> VerlProfile
 
 def _profile(profile):
     "The VerlProfile called `profile` (or a VerlProfile itself), with an error that says where CPU runs go."
     if isinstance(profile, VerlProfile): return profile
-    return PROFILES[check_profile(profile, PROFILES, "verl", "verl needs GPUs (its rollout engines run on CUDA); on a CPU use the TRL path, speco3.grpo")]
+    return VERL[check_profile(profile, VERL, "verl", "verl needs GPUs (its rollout engines run on CUDA); on a CPU use the TRL path, speco3.grpo")]
 
 # %% ../nbs/15_verl.ipynb #f86c0430
 IMAGE_TOKENS = 540         # budget per tool plot: the largest spec-o3 plot (full view, 792×472 px) costs 476; 540 leaves room
@@ -86,7 +85,7 @@ def _check_layout(p, nnodes, gpus):
         raise ValueError(f"the {AGENT_WORKERS} agent-loop workers do not divide the train batch of {p.train_batch_size} "
                          f"questions × {ROLLOUT_N} rollouts = {p.train_batch_size * ROLLOUT_N} sequences")
 
-def grpo_config(profile="paper", # a key of PROFILES, or a VerlProfile
+def grpo_config(profile="paper", # a key of VERL, or a VerlProfile
                 model:str|None=None, # base model (the SFT output folder, a local folder or hub id); None: the profile's
                 nnodes:int=1, # nodes in the Ray cluster
                 gpus_per_node:int|None=None, # GPUs per node; None: the profile's
@@ -136,7 +135,7 @@ def grpo_config(profile="paper", # a key of PROFILES, or a VerlProfile
                     "validation_data_dir": f"{_R}/validation"},
     }
 
-def tool_config(style:str="spec-o3" # renderer style of the tool's plots (a key of speco3.render.STYLES)
+def tool_config(style:str=PAPER_STYLE # renderer style of the tool's plots (a key of speco3.render.STYLES)
                ) -> dict:
     "verl's tool config: our BaseTool subclass (by module name) and the tool schema, speco3.tool.TOOL_SCHEMA."
     from speco3.render import STYLES
@@ -431,12 +430,12 @@ def _link(src, dst):
     except OSError: shutil.copy2(src, dst)
 
 def export_verl(out, # the run directory to write
-                profile="paper", # a key of PROFILES ("paper", "gpu") or a VerlProfile
+                profile="paper", # a key of VERL ("paper", "gpu") or a VerlProfile
                 data=None, # a folder of SpecVI-Bench parquet files to link into data/; None: list what is expected
                 model:str|None=None, # base model (the SFT output folder, a local folder or hub id); None: the profile's
                 nnodes:int=1, # nodes in the Ray cluster (run.sh's default; NNODES overrides it)
                 gpus_per_node:int|None=None, # GPUs per node; None: the profile's (paper: 8)
-                style:str="spec-o3", # renderer style of the tool's plots
+                style:str=PAPER_STYLE, # renderer style of the tool's plots
                 overwrite:bool=False # replace the files this function writes in an existing run directory
                ) -> Path:
     "Write a complete verl run directory for GRPO with the spectral visualization tool; returns its path."

@@ -8,7 +8,7 @@ import html, json, os
 from collections import Counter
 from pathlib import Path
 from urllib.parse import quote
-from .io import atomic_write
+from .files import atomic_write
 from .agent import read_trajectories, _folder
 
 # %% auto #0

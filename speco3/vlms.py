@@ -12,7 +12,7 @@ from .policy import Policy
 from .remote import OpenAIPolicy, ENV_BASE_URL, ENV_MODEL, ENV_API_KEY
 from .agent import Sample, run, read_trajectories
 from .metrics import predictions_frame, evaluate, read_predictions, markdown_table
-from .tasks import PAPER_TASKS
+from .tasks import PAPER_TASKS, PAPER_STYLE
 
 # %% auto #0
 __all__ = ['endpoint', 'skip_reason', 'served_policy', 'pick', 'vet_served', 'vlm_row', 'vlm_table', 'table_markdown']
@@ -74,7 +74,7 @@ def pick(rows, # test rows (SpecVI-Bench rows or Samples) of one or more tasks
 def vet_served(rows, # the rows to vet (see `pick`)
                policy, # settings from `endpoint`, or any speco3 Policy
                run_dir, # run folder (resumable)
-               style:str="spec-o3", # plot style the model sees (the released checkpoints' look by default)
+               style:str=PAPER_STYLE, # plot style the model sees (the released checkpoints' look by default)
                batch_size:int=8, # episodes asked together (the policy sends them concurrently)
                **policy_kw # OpenAIPolicy options when `policy` is an endpoint
               ) -> tuple[list, dict]:

@@ -13,7 +13,8 @@ from speco3.bench import (REAL_CONTAMINANTS, build, load, set_info, file_stem, s
                           THRESHOLD, LOW_SNR)
 from speco3.cli import main
 from speco3.io import read_spectrum
-from speco3.simulate import TASKS, kinds_for
+from speco3.simulate import kinds_for
+from speco3.tasks import PAPER_TASKS
 
 TINY = dict(train=4, test=6, cross_survey=3, cross_task=3, qso=3, cv_lowsnr=3, weak_train=30, archive_chunk=300)
 
@@ -37,15 +38,15 @@ def truth(df):
 def test_files_and_counts(smoke):
     out, stats, ds = smoke
     sz = resolve_sizes("smoke")
-    expected = {file_stem(s, t) for t in TASKS for s in ("train", "test")}
-    expected |= {file_stem("test", t, v) for t in TASKS for v in ("sdss", "desi")}
+    expected = {file_stem(s, t) for t in PAPER_TASKS for s in ("train", "test")}
+    expected |= {file_stem("test", t, v) for t in PAPER_TASKS for v in ("sdss", "desi")}
     expected |= {"test_ostar", "test_bstar", "test_astar", "test_qso", "test_cv_lowsnr"}
     assert set(ds) == expected
     assert "train_cc" in ds and "train_carbon" not in ds  # the published file suffix for carbon stars
     for stem, df in ds.items():
         info = set_info(stem)
         n = sz["train"][info["task"]] if info["split"] == "train" else (
-            sz["test"][info["task"]] if info["variant"] is None and info["task"] in TASKS else
+            sz["test"][info["task"]] if info["variant"] is None and info["task"] in PAPER_TASKS else
             sz["cross_survey"] if info["variant"] in ("sdss", "desi") else
             sz["cv_lowsnr"] if info["variant"] == "lowsnr" else sz["qso"] if info["task"] == "qso" else sz["cross_task"])
         assert len(df) == n, stem
@@ -98,7 +99,7 @@ def test_object_level_split(smoke):
 
 def test_cross_survey_reobserves_test_objects(smoke):
     _, _, ds = smoke
-    for t in TASKS:
+    for t in PAPER_TASKS:
         test = ds[file_stem("test", t)].set_index("object_id")
         for v in ("sdss", "desi"):
             views = ds[file_stem("test", t, v)]

@@ -15,10 +15,10 @@ from speco3.agent import as_sample, expand_inputs, run, read_trajectories, sampl
 from speco3.cli import main
 from speco3.io import MAX_PIXELS, _too_fine, coarsen, read_spectrum, real_spectra_dir, write_fits
 from speco3.spectrum import Spectrum
+from speco3.tasks import PAPER_TASKS
 
 RAW = real_spectra_dir() / "raw"
 FAST = ["--policy", "scripted", "--style", "fast", "--quiet"]
-TASKS = ("cv", "carbon", "gm", "ss", "wd")
 
 
 # ---------------------------------------------------------------- tables: --limit reads what it needs
@@ -145,9 +145,9 @@ def test_binning_keeps_the_verdicts_of_an_oversampled_survey_spectrum():
         fine = s.resample(np.exp(grid))
         b = coarsen(fine)
         assert b.meta["binned"]["pixels"] == len(fine) and len(s) < len(b) < len(fine)
-        before = [expert.decide(t, expert.measurements(s)).verdict for t in TASKS]
-        assert [expert.decide(t, expert.measurements(b)).verdict for t in TASKS] == before, name
-        if want: assert before[TASKS.index(want)] == "YES"   # the white dwarf stays one
+        before = [expert.decide(t, expert.measurements(s)).verdict for t in PAPER_TASKS]
+        assert [expert.decide(t, expert.measurements(b)).verdict for t in PAPER_TASKS] == before, name
+        if want: assert before[PAPER_TASKS.index(want)] == "YES"   # the white dwarf stays one
 
 
 # ---------------------------------------------------------------- ordinary spectra: untouched

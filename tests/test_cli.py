@@ -140,8 +140,8 @@ def test_a_local_looking_init_is_not_taken_for_a_hub_id(tmp_path, monkeypatch):
 def test_init_rule_is_the_grpo_profiles(tmp_path):
     "The CLI asks for --init exactly where speco3.grpo's profiles need one (it checks without importing them)."
     pytest.importorskip("trl", reason="trl is not installed (pip install 'speco3[train]')")
-    from speco3.grpo import PROFILES
-    assert {k for k, p in PROFILES.items() if p.needs_init} == {"cpu"}
+    from speco3.profiles import GRPO
+    assert {k for k, p in GRPO.items() if p.needs_init} == {"cpu"}
 
 
 def test_vet_help_lists_the_task_keys(capsys):

@@ -11,7 +11,7 @@ from speco3.figures import (text_overlaps, n_error_bars, ablation_figure, before
                             behaviour_figure, yes_heatmaps)
 
 RES = Path(__file__).resolve().parents[1] / "results"
-TASKS = ["cv", "carbon", "gm", "ss", "wd"]
+from speco3.tasks import PAPER_TASKS
 
 def with_macro_interval(table, metrics_json):
     "`table` (indexed by policy) with macro_f1_lo/_hi in % from the metrics.json the notebook wrote beside it."
@@ -38,7 +38,7 @@ def test_ablations():
 
 def test_qso_incremental():
     t = pd.read_csv(RES / "qso_incremental" / "table.csv").set_index("task")
-    five = TASKS + ["macro"]
+    five = [*PAPER_TASKS, "macro"]
     fig = before_after_figure(t, {"new task": (["qso"], ["QSO"]), "the five tasks": (five, five)}, "before", "after",
                               "Incremental SFT on 96 QSO trajectories, SpecVI-Sim (cpu); 95 % intervals; "
                               "numbers above: paired change (red: interval excludes 0)")

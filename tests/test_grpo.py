@@ -20,7 +20,8 @@ from speco3.prompts import PAPER_TASKS, build_messages, render_chat
 from speco3.render import FAST_SIZE
 from speco3.tiny import build_tiny, load_tiny, overfit, scripted_conversations, tiny_processor
 from speco3.tool import TOOL_SCHEMA, SpectralVisualizationTool
-from speco3.grpo import (LARGEST_IMAGE, PROFILES, SpectralToolEnv, completion_budget, demo_rows, grpo_dataset, grpo_trainer,
+from speco3.profiles import GRPO
+from speco3.grpo import (LARGEST_IMAGE, SpectralToolEnv, completion_budget, demo_rows, grpo_dataset, grpo_trainer,
                          paper_processor, tool_turn_tokens, train_grpo)
 from speco3.grpo import _mask_runs as mask_runs, _record_batches as record_batches  # the chapter's inspection helpers
 
@@ -168,11 +169,11 @@ def test_a_round_of_error_replies_keeps_the_loop_alive(rows, zoomer, tmp_path):
 def test_the_paper_budget_holds_eight_of_the_largest_plots():
     b = completion_budget(paper_processor(), calls=8, style="spec-o3", reasoning_tokens=512, answer_tokens=512)
     assert b["image_tokens"] == 476 and b["tool_turn"] > 476   # the full view, 792 × 472 px
-    assert b["total"] == 8 * (512 + b["call"] + b["tool_turn"]) + 512 <= PROFILES["paper"].max_completion_length
-    assert PROFILES["gpu"].max_completion_length <= PROFILES["paper"].max_completion_length == 32768  # the authors' response length
+    assert b["total"] == 8 * (512 + b["call"] + b["tool_turn"]) + 512 <= GRPO["paper"].max_completion_length
+    assert GRPO["gpu"].max_completion_length <= GRPO["paper"].max_completion_length == 32768  # the authors' response length
     w = np.linspace(3600, 10400, 12000)  # a full view: the spec-o3 style's largest figure
     assert SpectralVisualizationTool(w, 1 + 0.1 * np.sin(w / 40)).execute().image.size == LARGEST_IMAGE["spec-o3"]
-    assert completion_budget(tiny_processor(), 8, "fast", 160, 160)["total"] <= PROFILES["cpu"].max_completion_length
+    assert completion_budget(tiny_processor(), 8, "fast", 160, 160)["total"] <= GRPO["cpu"].max_completion_length
     assert LARGEST_IMAGE["fast"] == FAST_SIZE
 
 

@@ -12,8 +12,8 @@ from astropy.io import fits
 import speco3.coldstart as cs
 from speco3.agent import Sample, read_trajectories, run
 from speco3.cli import main
-from speco3.io import (SpectrumError, append_jsonl, atomic_write, read_jsonl, read_spectrum, real_spectra_dir,
-                       run_lock, to_specvi_row, write_fits)
+from speco3.files import append_jsonl, atomic_write, read_jsonl, run_lock
+from speco3.io import SpectrumError, read_spectrum, real_spectra_dir, to_specvi_row, write_fits
 from speco3.policy import Episode, ReplayPolicy
 from speco3.remote import OpenAIPolicy
 from speco3.spectrum import Spectrum, lamost_wavelength

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 LIB = Path(__file__).resolve().parents[1] / "speco3"
-CORE = ["tasks", "profiles", "spectrum", "io", "simulate", "classify", "indices", "bench", "render", "tool", "prompts", "reward", "metrics", "audit", "judgeable", "triage"]  # design §2 (audit: the judging layer's framework-free part)
+CORE = ["files", "tasks", "profiles", "spectrum", "io", "simulate", "classify", "indices", "bench", "render", "tool", "prompts",
+        "reward", "metrics", "audit", "judgeable", "triage"]  # design §2 (audit: the judging layer's framework-free part)
 FRAMEWORKS = ["torch", "transformers", "trl", "verl", "peft", "accelerate"]
 
 def chapter(mod):

@@ -15,7 +15,8 @@ from transformers import AutoModelForImageTextToText, TrainerCallback
 
 import speco3
 from speco3.prompts import render_chat, restyle
-from speco3.sft import (PROFILES, as_sft_dataset, assistant_spans, conversation_to_example, demo_conversations, settle,
+from speco3.profiles import SFT
+from speco3.sft import (as_sft_dataset, assistant_spans, conversation_to_example, demo_conversations, settle,
                         sft_dataset, sft_trainer, train_sft, trained_spans, accelerate_config)
 
 RUN = dict(profile="smoke", max_steps=4, save_steps=2, progress=False)  # 4 steps of 2 conversations, checkpoints at 2 and 4
@@ -75,12 +76,12 @@ def test_bad_tables_are_refused_with_a_reason(chats):
 
 
 def test_profiles_and_overrides():
-    p = PROFILES["paper"]
+    p = SFT["paper"]
     assert (p.learning_rate, p.num_train_epochs, p.lr_scheduler_type, p.warmup_steps, p.bf16, p.max_length,
             p.per_device_train_batch_size) == (2e-5, 5, "cosine", 0.05, True, 32768, 4)
-    assert p.model.startswith("Qwen/Qwen2.5-VL") and PROFILES["cpu"].model is None
+    assert p.model.startswith("Qwen/Qwen2.5-VL") and SFT["cpu"].model is None
     prof, extra = settle("cpu", max_steps=3, optim="sgd")
-    assert prof.max_steps == 3 and extra == {"optim": "sgd"} and PROFILES["cpu"].max_steps == -1
+    assert prof.max_steps == 3 and extra == {"optim": "sgd"} and SFT["cpu"].max_steps == -1
     with pytest.raises(ValueError, match="lr"): settle("cpu", lr=1e-3)
     with pytest.raises(ValueError, match="assistant_only_loss"): settle("cpu", assistant_only_loss=False)
 
@@ -91,7 +92,7 @@ def test_a_real_batch_trains_exactly_the_assistant_replies(chats, tmp_path):
     trainer = sft_trainer(chats, tmp_path, profile="smoke", per_device_train_batch_size=4, progress=False)
     assert trainer.args.assistant_only_loss
     tok = trainer.processing_class.tokenizer
-    expected = [assistant_spans(restyle(c, PROFILES["smoke"].prompt)) for c in chats]  # smoke learns the brief style
+    expected = [assistant_spans(restyle(c, SFT["smoke"].prompt)) for c in chats]  # smoke learns the brief style
     seen = []
     for batch in trainer.get_train_dataloader():
         for i in range(batch["labels"].shape[0]):
@@ -116,7 +117,7 @@ def test_a_saved_folder_loads_through_coldstart(chats, tmp_path):
     Dataset.from_list([conversation_to_example(c) for c in chats[:4]]).save_to_disk(str(tmp_path / "data"))
     trainer = sft_trainer(tmp_path / "data", tmp_path / "run", profile="smoke", progress=False)
     batch = next(iter(trainer.get_train_dataloader()))
-    expected = [assistant_spans(restyle(c, PROFILES["smoke"].prompt)) for c in chats[:4]]
+    expected = [assistant_spans(restyle(c, SFT["smoke"].prompt)) for c in chats[:4]]
     assert all(trained_spans(row, trainer.processing_class.tokenizer) in expected for row in batch["labels"])
 
 
@@ -200,7 +201,7 @@ def test_bf16_profiles_need_a_gpu(chats, tmp_path):
 
 
 def test_paper_profile_is_the_authors_recipe():
-    p = PROFILES["paper"]
+    p = SFT["paper"]
     assert (p.model, p.learning_rate, p.num_train_epochs, p.lr_scheduler_type, p.warmup_steps, p.per_device_train_batch_size) == \
         ("Qwen/Qwen2.5-VL-7B-Instruct", 2e-5, 5, "cosine", 0.05, 4)
     assert p.freeze_vision  # vision tower and projector (merger) frozen: freeze_vision covers both (test_vision_is_frozen_and_unchanged)
@@ -223,7 +224,7 @@ def test_the_brief_style_is_learnt_and_recorded(unbroken, chats):
     "smoke trains on the brief prompt (restyled from the paper's), templated conclusions, and writes the style next to the model."
     from speco3.hf import saved_context
     from speco3.prompts import BRIEF_PROMPT, chat_style, _text_of
-    assert PROFILES["smoke"].prompt == PROFILES["cpu"].prompt == "brief" and PROFILES["gpu"].prompt == PROFILES["paper"].prompt == "paper"
+    assert SFT["smoke"].prompt == SFT["cpu"].prompt == "brief" and SFT["gpu"].prompt == SFT["paper"].prompt == "paper"
     assert chat_style(chats[0]) == ("paper", True)            # the data are in the paper's style...
     brief = restyle(chats[0], "brief")
     assert brief[0]["content"] == BRIEF_PROMPT and "Conclusion: this is " in _text_of(brief[-1]["content"])

@@ -10,7 +10,8 @@ from conftest import optional_extra
 import yaml
 from PIL import Image
 
-from speco3.verl import (PROFILES, TOOL_MODULE, REWARD_MODULE, TOOL_CLASS, VERL_REQUIREMENTS, AGENT_WORKERS, ROLLOUT_N,
+from speco3.profiles import VERL
+from speco3.verl import (TOOL_MODULE, REWARD_MODULE, TOOL_CLASS, VERL_REQUIREMENTS, AGENT_WORKERS, ROLLOUT_N,
                          VerlProfile, export_verl, grpo_config, tool_config, response_length, core_requirements,
                          _stand_in_verl, _load_module)
 from speco3.bench import write_set
@@ -100,7 +101,7 @@ def test_config_matches_profile(run_dir):
 def test_gpu_profile_and_layouts(tmp_path):
     cfg = grpo_config("gpu")
     assert (cfg["trainer"]["n_gpus_per_node"], cfg["actor_rollout_ref"]["rollout"]["tensor_model_parallel_size"]) == (1, 1)
-    assert cfg["actor_rollout_ref"]["model"]["path"] == PROFILES["gpu"].model
+    assert cfg["actor_rollout_ref"]["model"]["path"] == VERL["gpu"].model
     assert grpo_config("paper", nnodes=2)["trainer"]["nnodes"] == 2
     with pytest.raises(ValueError, match="do not divide"): grpo_config("paper", nnodes=3)
     with pytest.raises(ValueError, match="speco3.grpo"): export_verl(tmp_path / "x", "cpu")
@@ -184,7 +185,7 @@ AUTHORS = {"data.filter_overlong_prompts": False, "actor_rollout_ref.rollout.age
 
 
 def test_filter_overlong_prompts_is_the_authors(run_dir):
-    for name in PROFILES:
+    for name in VERL:
         data = grpo_config(name)["data"]
         assert (data["filter_overlong_prompts"], data["truncation"]) == (AUTHORS["data.filter_overlong_prompts"], "error")
     text = (run_dir / "config" / "speco3_grpo.yaml").read_text()
@@ -197,7 +198,7 @@ def test_failed_call_step_reward_is_the_authors():
 
 
 def test_agent_workers_differ_with_a_reason():
-    for name, p in PROFILES.items():
+    for name, p in VERL.items():
         assert grpo_config(name)["actor_rollout_ref"]["rollout"]["agent"]["num_workers"] == AGENT_WORKERS
         assert p.train_batch_size * ROLLOUT_N % AGENT_WORKERS == 0   # verl splits a rollout batch evenly over the workers
     import speco3.verl as sv
@@ -268,7 +269,7 @@ def test_generated_modules_import_only_the_core(run_dir):
             "print(sorted(m for m in sys.modules if m.startswith('speco3.')))\n"
             "print([m for m in ('torch', 'transformers', 'trl', 'peft', 'accelerate') if m in sys.modules])")
     mods, frameworks = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
-    core = {"tasks", "profiles", "spectrum", "io", "simulate", "classify", "indices", "bench", "render", "tool", "prompts", "reward", "verl"}
+    core = {"files", "tasks", "profiles", "spectrum", "io", "simulate", "classify", "indices", "bench", "render", "tool", "prompts", "reward", "verl"}
     assert set(json.loads(mods.replace("'", '"'))) <= {f"speco3.{m}" for m in core} and frameworks == "[]"
 
 
@@ -290,7 +291,7 @@ def test_real_config_composes_and_validates(verl_config, run_dir):
     # what verl must read: the export's own config for the profile the run directory was written with, so these
     # assertions follow the export and cannot go stale when a setting changes
     ours = yaml.safe_load((run_dir / "config" / "speco3_grpo.yaml").read_text())
-    p = PROFILES[ours["speco3"]["profile"]]
+    p = VERL[ours["speco3"]["profile"]]
     want_r, want_a = ours["actor_rollout_ref"]["rollout"], ours["actor_rollout_ref"]["actor"]
     assert not need_reference_policy(cfg) and not need_critic(cfg)  # no KL: no reference model; GRPO: no critic
     validate_config(cfg, use_reference_policy=False, use_critic=False)

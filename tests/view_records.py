@@ -3,7 +3,7 @@ import io, json
 from pathlib import Path
 from PIL import Image
 
-TASKS = ("cv", "carbon", "gm", "ss", "wd")
+from speco3.tasks import PAPER_TASKS
 KINDS = ("NO", "NO", "NO", "YES", "cannot_judge", "no_answer", "read_error")  # most candidates are NOs, as in a survey
 
 
@@ -30,10 +30,10 @@ def record(i, kind, task):
 
 
 def fake_run(folder, n):
-    "A run folder of `n` records cycling through KINDS and TASKS; returns the records."
+    "A run folder of `n` records cycling through KINDS and PAPER_TASKS; returns the records."
     folder = Path(folder)
     pngs = [_png(c) for c in ("white", "lightblue")]
-    recs = [record(i, KINDS[i % len(KINDS)], TASKS[i % len(TASKS)]) for i in range(n)]
+    recs = [record(i, KINDS[i % len(KINDS)], PAPER_TASKS[i % len(PAPER_TASKS)]) for i in range(n)]
     for r in recs:
         refs = [r.get("overview")] + [x["image"] for t in r["turns"] for x in t["results"]]
         for k, ref in enumerate(x for x in refs if x):

@@ -13,7 +13,7 @@ sys.path.insert(0, str(root))
 def problems(run, snapshot):
     import pandas as pd
     from speco3.agent import load_samples, sample_id
-    from speco3.bench import PAPER_TASKS
+    from speco3.tasks import PAPER_TASKS
     out = []
     summary = run / "reproduce.json"
     if not summary.exists(): return [f"{summary}: missing (the run did not finish)"]

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PROFILES = ("gpu", "paper")
+GPU_PROFILES = ("gpu", "paper")
 H200_TBPS, H100_TBPS = 4.8, 3.35  # HBM bandwidth, TB/s: NVIDIA's H200 (SXM and NVL) and H100 SXM datasheets
 H100_GIB = 79.2                   # an H100 80 GB as torch reports it (85.0e9 bytes)
 ASSUMPTIONS = {
@@ -299,7 +299,7 @@ def cost(bench, results, params=None):
     p = params or {s: architecture_params(s) for s in ("3b", "7b")}
     factor = {"vet": H200_TBPS / H100_TBPS, "grpo": H200_TBPS / H100_TBPS, "sft": 1.0}
     parts, rows = [], []
-    for profile in PROFILES:
+    for profile in GPU_PROFILES:
         by_nb = {}
         for part in workload(profile, results):
             size = model_size(profile, part.kind)
@@ -348,7 +348,7 @@ def _h(x, wall=None):
 def readme(rows, r):
     "results/gpu_cost/README.md: the table, the rates and every assumption, all from this run."
     by = {(x["notebook"], x["profile"]): x for x in rows}
-    busy = [nb for nb in notebooks() if any(by[(nb, prof)]["gpu_hours_8xH100"] != 0 for prof in PROFILES)]
+    busy = [nb for nb in notebooks() if any(by[(nb, prof)]["gpu_hours_8xH100"] != 0 for prof in GPU_PROFILES)]
     lines = ["# GPU hours of the paper notebooks (derived, not yet measured end to end)", "",
              "Written by `python tools/gpu_cost.py` from the bench outputs in `results/gpu_bench/` and the workloads "
              "the notebooks run at each profile (simulated data, SpecVI-Sim, throughout). GPU hours on 1 and 8 H100 "
