@@ -3,6 +3,8 @@
 GET /v1/models with MODEL and every chat request with a NO; `--crash` dies while "loading", `--hang` never answers."""
 import json, sys, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from threading import Lock
+LOCK = Lock()
 args = sys.argv[1:]
 model, port = args[1], int(args[args.index("--port") + 1])
 if "--crash" in args: sys.exit("fake vllm: CUDA out of memory while loading " + model)
@@ -19,6 +21,7 @@ class Handler(BaseHTTPRequestHandler):
         self.reply({"id": "x", "object": "chat.completion", "model": model,
                     "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
                     "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
-    def log_message(self, *a): print("request", *a[1:], flush=True)
+    def log_message(self, fmt, *a):  # one whole line per request, even when requests overlap
+        with LOCK: sys.stdout.write("request " + " ".join(map(str, a)) + "\n"); sys.stdout.flush()
 print("fake vllm serving", model, "on", port, flush=True)
 ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
