@@ -3,12 +3,12 @@ early (bytes read counted), every row of a LAMOST coadd of several rows vetted u
 names), a spectrum far finer than any survey binned before vetting with its memory bounded, and ordinary survey files
 untouched by any of it (the same records as with the binning switched off)."""
 import io, subprocess, sys
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from astropy.io import fits
 
 from speco3 import agent, expert, inputs
 from speco3.agent import as_sample, expand_inputs, run, read_trajectories, sample_id
@@ -16,6 +16,9 @@ from speco3.cli import main
 from speco3.io import MAX_PIXELS, _too_fine, coarsen, read_spectrum, real_spectra_dir, write_fits
 from speco3.spectrum import Spectrum
 from speco3.tasks import PAPER_TASKS
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from huge_inputs import coadd   # the benchmark's multi-row LAMOST coadd, measured there and tested here
 
 RAW = real_spectra_dir() / "raw"
 FAST = ["--policy", "scripted", "--style", "fast", "--quiet"]
@@ -73,20 +76,6 @@ def test_batches_follow_the_size_of_a_row(tmp_path, monkeypatch):
 
 
 # ---------------------------------------------------------------- a LAMOST coadd of several rows: every row
-
-def coadd(path, k):
-    "The COADD table of a real LAMOST DR9 file repeated `k` times, row i's flux scaled by 1 + i/10."
-    with fits.open(RAW / "lamost" / "spec-60591-LN042429N340750BM01_sp01-004.fits.gz") as h:
-        d = h["COADD"].data
-        scale = {"FLUX": (1 + np.arange(k) / 10)[:, None]}
-        cols = [fits.Column(c.name, c.format, array=np.repeat(np.asarray(d[c.name]), k, axis=0) * scale.get(c.name, 1))
-                for c in h["COADD"].columns]
-        cards = [c for c in h[0].header.cards
-                 if c.keyword not in ("SIMPLE", "BITPIX", "EXTEND") and not c.keyword.startswith("NAXIS")]
-        hdus = [fits.PrimaryHDU(header=fits.Header(cards)), fits.BinTableHDU.from_columns(cols, name="COADD")]
-        fits.HDUList(hdus).writeto(path)
-    return path
-
 
 def test_every_coadd_row_is_vetted_under_its_own_id(tmp_path, capsys):
     path = coadd(tmp_path / "coadd.fits", 5)

@@ -10,6 +10,7 @@ import pytest
 
 distributed = pytest.importorskip("distributed", reason="the cluster extra (pip install 'speco3[cluster]') is missing")
 
+from test_scale import untimed, images   # what two runs of the same inputs share, as the --jobs tests compare them
 from speco3.agent import run, expand_inputs, read_trajectories
 from speco3.cli import main
 from speco3.cluster import vet_on_cluster, connect
@@ -19,18 +20,6 @@ from speco3.io import real_spectra_dir
 
 RAW = real_spectra_dir() / "raw"
 SIZE = 5   # inputs per shard: 20 spectra make 4 shards
-
-
-def untimed(rec):
-    "A record without its timings, the only fields that differ between two runs of the same inputs."
-    rec = {k: v for k, v in rec.items() if k != "timings"}
-    rec["turns"] = [{k: v for k, v in t.items() if k not in ("model_s", "tool_s")} for t in rec["turns"]]
-    return rec
-
-
-def images(run_dir):
-    "Every image file of a run folder and its bytes."
-    return {str(p.relative_to(run_dir)): p.read_bytes() for p in sorted((run_dir / "images").rglob("*.png"))}
 
 
 @pytest.fixture(scope="module")
