@@ -88,3 +88,22 @@ def test_run_papers_refuses_a_bad_input_in_one_line(tmp_path):
                         "--param", f"data_dir={tmp_path}"], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 1 and "neither a SpecVI-Sim build nor a SpecVI-Bench snapshot" in r.stderr, r.stderr
     assert not (tmp_path / "x").exists()   # refused before any notebook
+
+
+def test_the_fixture_can_be_made_from_another_collection(tmp_path):
+    "--spectra: a collection in data/real-spectra's schema (here a few rows of it) is the one the fixture is made from."
+    import pandas as pd
+    full = pd.read_parquet(author_fixture.root / "data" / "real-spectra" / "spectra.parquet")
+    labels = {l for yes, no in author_fixture.LABELS.values() for l in yes + no}
+    some = full[full.label.isin(labels)].groupby("label").head(3)
+    (tmp_path / "other").mkdir()
+    some.to_parquet(tmp_path / "other" / "spectra.parquet")
+    out = author_fixture.build(tmp_path / "fixture", per_class=1, spectra=tmp_path / "other")
+    ids = set()
+    for f in (out / "SpecVI-Bench" / "benchmark" / "data").glob("*.parquet"):
+        ids |= {r["name"] for r in pd.read_parquet(f)["extra_info"]}
+    real = {i for i in ids if not i.startswith("SIM-")}
+    assert real and real <= set(some["id"]), real - set(some["id"])   # every real row is from the given collection
+    assert "`other`" in (out / "SpecVI-Bench" / "README.md").read_text()
+    with pytest.raises(SystemExit, match="holds no spectra.parquet"):
+        author_fixture.build(tmp_path / "fixture2", spectra=tmp_path)

@@ -9,7 +9,9 @@ What the fixture is, said plainly (also in its README.md):
   positives beyond the two real ones, are SpecVI-Sim spectra (simulated, ids starting SIM); everything else is real. It is not SpecVI-Bench, not LAMOST's rare-object samples, and far too small
   for any number it gives to mean anything: it exercises the code path of an author's run, nothing more.
 - The project uses these same spectra elsewhere (realism, the real-mix table, reader tests); none is held out.
-Usage: python tools/author_fixture.py OUT [--per-class N] [--seed S]   (writes OUT/SpecVI-Bench and OUT/ColdStartSFT)"""
+Usage: python tools/author_fixture.py OUT [--per-class N] [--seed S] [--spectra FOLDER]
+  (writes OUT/SpecVI-Bench and OUT/ColdStartSFT). --spectra takes another collection in the same schema (a folder
+  holding spectra.parquet, e.g. the hold-out spectra the project never saw): the fixture is then made from it."""
 import argparse, hashlib, shutil, sys, tempfile
 from pathlib import Path
 
@@ -68,32 +70,45 @@ def write_rows(folder, task, split, yes, no):
     return len(rows)
 
 
-def build(out, per_class=2, seed=0):
+def collection(folder):
+    "The folder of a real collection (holding spectra.parquet in data/real-spectra's schema); a clear exit if it is not one."
+    folder = Path(folder)
+    if folder.suffix == ".parquet": folder = folder.parent
+    if not (folder / "spectra.parquet").is_file():
+        sys.exit(f"author_fixture: {folder} holds no spectra.parquet (the schema of data/real-spectra/README.md)")
+    return folder
+
+
+def build(out, per_class=2, seed=0, spectra=None):
     from speco3.realmix import load_real
     from speco3.bench import export_published, check_benchmark, benchmark_files
     from speco3.agent import load_samples
     from speco3.coldstart import draft, qc, heldout_keys, export_authors_sharegpt
     out = Path(out)
     if out.exists() and any(out.iterdir()): sys.exit(f"author_fixture: {out} is not empty")
-    real = [s for s in load_real(root / "data" / "real-spectra") if len(s.wavelength) > 100]
+    source = collection(root / "data" / "real-spectra" if spectra is None else spectra)
+    real = [s for s in load_real(source) if len(s.wavelength) > 100]
     by_label = lambda labels: [s for s in real if s.meta.get("label") in labels]
-    lines = []
+    lines, made = [], []
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         for task, (yes_labels, no_labels) in LABELS.items():
             yes = positives(by_label(yes_labels), task, per_class, seed)
             no = split_objects(by_label(no_labels), per_class, seed, f"{task}/no")
+            made += yes[0] + yes[1] + no[0] + no[1]
             for k, split in enumerate(("train", "test")):
                 n = write_rows(tmp, task, split, yes[k], no[k])
                 lines.append(f"| {split}_{task} | {n} | {len(yes[k])} | {', '.join(sorted({s.meta['label'] for s in yes[k] + no[k]}))} |")
         snapshot = export_published(tmp, out / "SpecVI-Bench")
+    n_sim = sum(s.meta["id"].startswith("SIM-") for s in made)
     files = check_benchmark(snapshot)
     card = (snapshot / "README.md").read_text()
     (snapshot / "README.md").write_text(
         "# A test fixture in the published SpecVI-Bench layout (not SpecVI-Bench)\n\n"
-        "Made by `tools/author_fixture.py` from the real spectra of `data/real-spectra` (labels from their catalogues). "
-        "The collection has no S-type star and two carbon stars: the ss positives and the carbon positives beyond those two are "
-        "SpecVI-Sim spectra (simulated; ids start SIM). "
+        f"Made by `tools/author_fixture.py` from the real spectra of `{'data/real-spectra' if spectra is None else source.name}` "
+        "(labels from their catalogues). "
+        "Positives the collection lacks (it may hold no S-type star and few carbon stars) are SpecVI-Sim spectra "
+        f"(simulated; ids start SIM): {n_sim} of the rows. "
         "Too small for any number to mean anything; it exercises an author's run.\n\n"
         "| file | rows | YES | labels |\n|---|---|---|---|\n" + "\n".join(lines) + "\n\n" + card)
     train = [r for t in LABELS for r in load_samples(snapshot, task=t, split="train")]
@@ -110,5 +125,6 @@ def build(out, per_class=2, seed=0):
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("out"); p.add_argument("--per-class", type=int, default=2); p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--spectra", help="a real collection in data/real-spectra's schema (default: data/real-spectra)")
     a = p.parse_args()
-    build(a.out, a.per_class, a.seed)
+    build(a.out, a.per_class, a.seed, a.spectra)
