@@ -65,6 +65,7 @@ def _negated(s, start, words=5):
     before = re.split(r"[,:()]", s[:start])[-1].split()[-words:]
     return any(_NEG.fullmatch(w.strip(".;")) for w in before)
 
+# %% ../nbs/11a_audit.ipynb #69e1216c
 def _in_sentence(s):
     "Claims of one sentence."
     found = [(m.start(), m.end(), f) for f in FEATURES.values() for m in re.finditer(f.pattern, s)]
@@ -162,6 +163,7 @@ def audit(record:dict, # a trajectory record (speco3.agent.read_trajectories) or
                  verdict=check(c, facts), zoomed=any(lo <= FEATURES[c.feature].wavelength <= hi for lo, hi in wins))
             for c in cs]
 
+# %% ../nbs/11a_audit.ipynb #2512faf3
 def claim_precision(rows, # audit rows of one policy (from `audit`), any number of trajectories
                     n_boot:int=1000, # bootstrap replicates over trajectories
                     seed:int=0, # bootstrap seed

@@ -75,6 +75,7 @@ def _jump(w, f, head, gap=3.0, span=20.0):
     b, r = _med(w, f, head - gap - span, head - gap), _med(w, f, head + gap, head + gap + span)
     return r / b if b > 0 and np.isfinite(r) else np.nan
 
+# %% ../nbs/08a_expert.ipynb #332645fe
 def _step(w, f, head, gap=2.0, span=40.0):
     "Flux step across a band head: straight lines fitted on each side, compared at the head (removes the slope of other bands)."
     b, r = _sel(w, head - span, head - gap), _sel(w, head + gap, head + span)
@@ -102,6 +103,7 @@ def _ew(w, f, lam, half, blue, red, err=False):
     nz = _noise(w, f, lam - half - 25, lam + half + 25)
     return ew, float(nz * 2 * half * np.sqrt(1 / len(x) + 1 / 8))  # pixel noise + continuum-level noise
 
+# %% ../nbs/08a_expert.ipynb #f4f8862d
 def _jump_err(w, f, head, gap=3.0, span=20.0):
     "Error of `_jump` (relative), from the pixel noise of both sides (a median costs ×1.25)."
     nb = _sel(w, head - gap - span, head - gap); nr = _sel(w, head + gap, head + gap + span)
@@ -137,6 +139,7 @@ def _bb_rise(blue):
     "F8100/F6100 of the blackbody whose F6100/F4500 is `blue` (NaN outside the blackbody range)."
     return _bb_ratio(blue, _BB_RED)
 
+# %% ../nbs/08a_expert.ipynb #c6fd9a7d
 _SIGMAS = np.geomspace(0.8, 45, 48)   # Gaussian σ grid, Å (FWHM 1.9–106 Å, steps of 9 %)
 _SIGMAS_WIDE = np.geomspace(2, 120, 40) # for quasar lines (up to ~10 000 km/s)
 
@@ -366,6 +369,7 @@ def fmt(key, # a measurement key
     s = f"{value:.{d}f}"
     return s.lstrip("-") if float(s) == 0 else s
 
+# %% ../nbs/08a_expert.ipynb #a0dbf9e9
 def _shape(c):
     "The overview's word for the continuum colour F4500/F7500 (the rules use the same limits)."
     if not _ok(c): return "not measurable"
@@ -537,6 +541,7 @@ def _gravity(m, line):
     if "cat" in v: return v["cat"][1], [v["cat"][0]], v["cat"][2]
     return None, [], math.inf
 
+# %% ../nbs/08a_expert.ipynb #f8d770ff
 def _rules_gm(m, seen=None):
     "G4: strong TiO with giant gravity (weak CaH, weak Na I, strong Ca II triplet); reject C2, ZrO and a hot companion."
     W = lambda n: _win("gm", n)
@@ -933,6 +938,7 @@ def _overview(m, ends=(), gaps=(), hidden=()):
     return (f"Overview: the continuum is {_shape(c)} (F4500/F7500 = {fmt('color', c)}), {snr}, {z}; "
             f"the data cover {lo:.0f}–{hi:.0f} Å in the rest frame{gap}.")
 
+# %% ../nbs/08a_expert.ipynb #0a1c115d
 def expert_record(spectrum:Spectrum, # the spectrum (observed frame, with its redshift)
                   task:str, # task key
                   m:dict|None=None # its `measurements`, when already made (several tasks, one spectrum)

@@ -313,6 +313,7 @@ def _decode(self, ids):
         text = text[:text.index("</tool_call>") + len("</tool_call>")]
     return _MARKUP.sub("", text)
 
+# %% ../nbs/08b_hf.ipynb #df23dee2
 def _generate(self, chunk):
     "Generate the next message for a chunk of (index, episode, encoding); returns texts."
     if self.device.type == "cpu": share_cores()  # every core when the plan runs this alone
@@ -346,6 +347,7 @@ def _forced_ids(self, ep):
     text = self.force(ep)
     return self.tokenizer.encode(text, add_special_tokens=False) if text else []
 
+# %% ../nbs/08b_hf.ipynb #c0a88ec3
 class ForceTokens(LogitsProcessor):
     "Constrained decoding: row r may only write forced[r][k] as its k-th new token, while k < len(forced[r])."
     def __init__(self, forced, n_prompt): self.forced, self.n_prompt = forced, n_prompt

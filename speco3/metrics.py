@@ -45,6 +45,7 @@ def _where(df, i):
     sid = df["sample_id"].iloc[i] if "sample_id" in df.columns else None
     return f"row {df.index[i]!r}" + (f" (sample_id {sid!r})" if not _missing(sid) else "")
 
+# %% ../nbs/11_metrics.ipynb #ed95c5b9
 def _checked(df):
     "A copy of a predictions frame with labels normalised, or a ValueError saying what is wrong and where."
     if not isinstance(df, pd.DataFrame):
@@ -106,6 +107,7 @@ def tool_fields(rec # a trajectory-like dict
     elif calls is not None: out["windows"] = [w for w in map(_window, calls) if w is not None]
     return out
 
+# %% ../nbs/11_metrics.ipynb #1fdb35b2
 def _window(call):
     "A call's [lo, hi] from arguments.wavelength_range, or None (full view, or not two numbers)."
     args = call.get("arguments") if isinstance(call, dict) else None
@@ -126,6 +128,7 @@ def _strict(rec):
         return exact_answer([str(t.get("text") or "") for t in turns])
     return _get(rec, "prediction")
 
+# %% ../nbs/11_metrics.ipynb #7aece37d
 def predictions_frame(records # trajectory-like dicts: task, truth/ground_truth, prediction, format_ok, tool calls, ...
                      ) -> pd.DataFrame:
     "A checked predictions frame (one row per record) from trajectory-like dicts."

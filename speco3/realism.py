@@ -334,6 +334,7 @@ def paired(ax, table, labels, name, title, ylim=None):
     ax.set_xticks(range(len(labels)), [SHORT[l] for l in labels]); ax.set_title(title, fontsize=9)
     if ylim: ax.set_ylim(*ylim)
 
+# %% ../nbs/08e_realism.ipynb #2ff6f9a8
 def _gravity_plane(ax, table):
     for label, mk in (("M_GIANT", "^"), ("M_DWARF", "o")):
         for origin in ("sim", "real"):

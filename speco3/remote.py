@@ -107,6 +107,7 @@ def _assistant_text(m, img, where):
     if not calls: return text
     return "\n".join(([text.strip()] if text.strip() else []) + [_call_text(c.get("name"), c.get("arguments", {})) for c in calls])
 
+# %% ../nbs/08c_remote.ipynb #565f23bc
 def _wire_text(messages, img):
     "Our messages as text-mode wire messages: raw assistant text; each run of tool turns one <tool_response> user turn."
     out, i = [], 0
@@ -161,6 +162,7 @@ def _split_calls(text, k):
     content.append(text[last:])
     return "".join(content).strip(), calls
 
+# %% ../nbs/08c_remote.ipynb #30d6426c
 def _wire_native(messages, img):
     "Our messages as native-mode wire messages: structured tool_calls, tool turns with ids, their plots in a user turn."
     out, pending, plots, last = [], [], [], None
@@ -245,6 +247,7 @@ class _HTTPSHandler(urllib.request.HTTPSHandler):
         self.context = ssl.create_default_context(); super().__init__(context=self.context)
     def https_open(self, req): return self.do_open(_HTTPSConnection, req, context=self.context)
 
+# %% ../nbs/08c_remote.ipynb #e15369c2
 class RemoteError(RuntimeError):
     "A request that failed for good; `status` is the HTTP status (None for connection failures and timeouts)."
     def __init__(self, message, status=None, attempts=1):
@@ -397,6 +400,7 @@ def _send(self:OpenAIPolicy, data):
         raise _Failure(f"no complete reply within {self.timeout:g} s (timeout)", None, True)
     return self._parse(raw)
 
+# %% ../nbs/08c_remote.ipynb #e7ef91d9
 def _exchange(self:OpenAIPolicy, req):
     "The raw reply body of one request, or `_Failure`."
     try:
@@ -435,6 +439,7 @@ def _parse(self:OpenAIPolicy, raw):
         raise _Failure(f"the reply has no choices[0].message: {msg}", 200)
     return reply
 
+# %% ../nbs/08c_remote.ipynb #3c599f76
 def _post(self:OpenAIPolicy, body, entry):
     "Send `body`, retrying what may pass; the reply, or RemoteError. Attempts and latency go into `entry`."
     data = json.dumps(body, ensure_ascii=False).encode("utf-8")
@@ -472,6 +477,7 @@ def _one(self:OpenAIPolicy, episode):
         entry["total_s"] = round(time.perf_counter() - t0, 4)
         with self._lock: self.log.append(entry)
 
+# %% ../nbs/08c_remote.ipynb #c59655ed
 def _act(self:OpenAIPolicy,
          episodes:list # the episodes that need a next message
         ) -> list:
