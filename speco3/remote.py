@@ -333,35 +333,38 @@ class OpenAIPolicy(Policy):
         self._cancel, self._live = threading.Event(), {}  # set by cancel(); the sockets of requests in flight
         self.log = []  # one record per request: sample_id, step, ok, status, attempts, latency_s, total_s, tokens, error
 
-    def __repr__(self):
-        return f"OpenAIPolicy(model={self.model!r}, base_url={_shown(self.base_url)!r}, tool_mode={self.tool_mode!r})"
+# %% ../nbs/08c_remote.ipynb #965d4c14
+def _repr(self:OpenAIPolicy):
+    return f"OpenAIPolicy(model={self.model!r}, base_url={_shown(self.base_url)!r}, tool_mode={self.tool_mode!r})"
 
-    def describe(self) -> dict:
-        "The settings recorded with every trajectory (never the key)."
-        return {"name": self.name, "model": self.model, "base_url": _shown(self.base_url), "tool_mode": self.tool_mode,
-                "temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens, "seed": self.seed,
-                "image_format": self.image_format, "extra_body": self.extra_body, "max_concurrency": self.max_concurrency,
-                "timeout": self.timeout, "max_retries": self.max_retries,
-                **({"prompt": self.prompt} if self.prompt != "paper" else {}),  # only when set: older run folders still resume
-                **({"keep_plots": self.keep_plots} if self.keep_plots is not None else {})}
+def _describe(self:OpenAIPolicy) -> dict:
+    "The settings recorded with every trajectory (never the key)."
+    return {"name": self.name, "model": self.model, "base_url": _shown(self.base_url), "tool_mode": self.tool_mode,
+            "temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens, "seed": self.seed,
+            "image_format": self.image_format, "extra_body": self.extra_body, "max_concurrency": self.max_concurrency,
+            "timeout": self.timeout, "max_retries": self.max_retries,
+            **({"prompt": self.prompt} if self.prompt != "paper" else {}),  # only when set: older run folders still resume
+            **({"keep_plots": self.keep_plots} if self.keep_plots is not None else {})}
 
-    def payload(self,
-                episode:Episode # the conversation to continue
-               ) -> dict:
-        "The JSON body of the request for `episode` (images as data URLs)."
-        cache = episode.meta.setdefault("remote_image_urls", {})  # id -> (image, url): each image encoded once
-        def img(image):
-            hit = cache.get((id(image), self.image_format))
-            if hit is None or hit[0] is not image:
-                hit = cache[(id(image), self.image_format)] = (image, _image_url(image, self.image_format))
-            return hit[1]
-        wire = _wire_text if self.tool_mode == "text" else _wire_native
-        body = {"model": self.model, "messages": wire(newest_plots(episode.messages, self.keep_plots), img)}
-        for k in ("temperature", "top_p", "max_tokens", "seed"):
-            if getattr(self, k) is not None: body[k] = getattr(self, k)
-        if self.tool_mode == "native" and episode.max_tool_calls > 0: body["tools"] = [TOOL_SCHEMA]
-        body.update(self.extra_body)
-        return body
+def _payload(self:OpenAIPolicy,
+             episode:Episode # the conversation to continue
+            ) -> dict:
+    "The JSON body of the request for `episode` (images as data URLs)."
+    cache = episode.meta.setdefault("remote_image_urls", {})  # id -> (image, url): each image encoded once
+    def img(image):
+        hit = cache.get((id(image), self.image_format))
+        if hit is None or hit[0] is not image:
+            hit = cache[(id(image), self.image_format)] = (image, _image_url(image, self.image_format))
+        return hit[1]
+    wire = _wire_text if self.tool_mode == "text" else _wire_native
+    body = {"model": self.model, "messages": wire(newest_plots(episode.messages, self.keep_plots), img)}
+    for k in ("temperature", "top_p", "max_tokens", "seed"):
+        if getattr(self, k) is not None: body[k] = getattr(self, k)
+    if self.tool_mode == "native" and episode.max_tool_calls > 0: body["tools"] = [TOOL_SCHEMA]
+    body.update(self.extra_body)
+    return body
+
+OpenAIPolicy.__repr__, OpenAIPolicy.describe, OpenAIPolicy.payload = _repr, _describe, _payload
 
 # %% ../nbs/08c_remote.ipynb #73f8d1e5
 def _redact(self:OpenAIPolicy, text):
