@@ -428,7 +428,8 @@ def run(samples, # items `as_sample` accepts (see `load_samples`): a list, or an
     if iter(samples) is samples: samples = list(samples)  # a one-shot iterator: it is read twice (ids, then the work)
     ids = _ids(samples)
     with run_lock(out_dir):  # one writer per run folder
-        return _run_locked(samples, ids, policy, Path(out_dir), task, int(batch_size), progress, restart, skip_failed, opts, kw, int(jobs), worker_policy)
+        return _run_locked(samples, ids, policy, Path(out_dir), task, int(batch_size), progress, restart, skip_failed,
+                           opts, kw, int(jobs), worker_policy)
 
 # %% ../nbs/09_agent.ipynb #03ef1d42
 def _ids(samples):
@@ -471,8 +472,10 @@ def _run_locked(samples, ids, policy, out, task, batch_size, progress, restart, 
             append_jsonl(out / "trajectories.jsonl", records)
             bar.update(len(records))
     wall, n_run = time.perf_counter() - t0, len(ids) - n_resumed
-    summary = dict(policy=policy.describe(), n_samples=len(ids), n_resumed=n_resumed, n_run=n_run, n_retried=len(retry), jobs=jobs,
-                   wall_s=round(wall, 3), spectra_per_s=round(stats["n"] / wall, 3) if stats["n"] and wall > 0 else None,
+    summary = dict(policy=policy.describe(), n_samples=len(ids), n_resumed=n_resumed, n_run=n_run,
+                   n_retried=len(retry), jobs=jobs,
+                   wall_s=round(wall, 3),
+                   spectra_per_s=round(stats["n"] / wall, 3) if stats["n"] and wall > 0 else None,
                    model_s=round(stats["model_s"], 3), tool_s=round(stats["tool_s"], 3), style=opts["style"],
                    judge_check=bool(opts["judge_check"]),
                    n_cannot_judge=_n_cannot_judge(out / "trajectories.jsonl", ids))

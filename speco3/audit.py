@@ -154,7 +154,8 @@ def audit(record:dict, # a trajectory record (speco3.agent.read_trajectories) or
           facts:dict|None=None # `evidence(spectrum)`, when already measured
          ) -> list[dict]:
     "One row per claim: sample_id, task, feature, attribute, asserted, verdict, zoomed, sentence."
-    if not isinstance(record, dict): raise ValueError(f"audit needs a trajectory record (a dict), got {type(record).__name__}")
+    if not isinstance(record,
+                      dict): raise ValueError(f"audit needs a trajectory record (a dict), got {type(record).__name__}")
     cs = claims(_text(record))
     if not cs: return []
     facts = evidence(spectrum) if facts is None else facts
@@ -172,7 +173,8 @@ def claim_precision(rows, # audit rows of one policy (from `audit`), any number 
     "claims, supported, contradicted, undetermined, precision and its interval (over trajectories)."
     rows = list(rows)
     n = lambda rs, v: sum(r["verdict"] == v for r in rs)
-    out = dict(claims=len(rows), supported=n(rows, "supported"), contradicted=n(rows, "contradicted"), undetermined=n(rows, "undetermined"))
+    out = dict(claims=len(rows), supported=n(rows, "supported"), contradicted=n(rows, "contradicted"),
+               undetermined=n(rows, "undetermined"))
     checked = out["supported"] + out["contradicted"]
     out["precision"] = out["supported"] / checked if checked else np.nan
     ids = sorted({r["sample_id"] for r in rows})

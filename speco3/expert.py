@@ -203,7 +203,8 @@ def _line_measures(w, f, m):
     m["ha_sep"] = _peaks(w, f, LINES["ha"], m["ha_fwhm"]) if m["ha_amp"] > 0 else np.nan
     for k in ("ha", "hb"):  # the line core against the flux 12–25 Å away: > 0 for an emission core, even inside an absorption trough
         lam = LINES[k]
-        core, flank = _med(w, f, lam - 4, lam + 4), _fmean([_med(w, f, lam - 25, lam - 12), _med(w, f, lam + 12, lam + 25)])
+        core, flank = _med(w, f, lam - 4,
+                           lam + 4), _fmean([_med(w, f, lam - 25, lam - 12), _med(w, f, lam + 12, lam + 25)])
         nz = _noise(w, f, lam - 40, lam + 40)
         m[f"{k}_core"] = core / flank - 1 if flank > 0 else np.nan
         m[f"{k}_core_err"] = nz * np.sqrt(2 / 5) if nz > 0 else np.nan   # ~5 core pixels against many flank pixels
@@ -391,7 +392,8 @@ def fmt(key, # a measurement key
     if value is None or not np.isfinite(value): return "n/a"
     if key.endswith(("_fwhm", "_sep")): return f"{10 * round(value / 10):.0f}"
     if key == "snr" and 0 < abs(value) < 0.5: return f"{value:.1g}"   # a faint spectrum's S/N is not "0"
-    d = _DEC.get(key, 1 if key.endswith(("_ew", "_abs", "_width", "_wing", "_abs_err")) else 0 if key.endswith("_sig") else 2)
+    d = _DEC.get(key, 1 if key.endswith(("_ew", "_abs", "_width", "_wing",
+                                         "_abs_err")) else 0 if key.endswith("_sig") else 2)
     s = f"{value:.{d}f}"
     return s.lstrip("-") if float(s) == 0 else s
 
@@ -438,7 +440,8 @@ def _cv_decrement(m, k, ev, W):
                            f"{fmt('hb_amp', m['hb_amp'])} of the continuum): {'a flat' if hb else 'a steep'} Balmer decrement.",
                            W("H-beta"), ("hb_ew", "hb_amp"), _margin(m["hb_sig"], _L["hb_em_sig"], 3)))
         ev[-1].claims = ("decrement=flat",) if hb else ("decrement=steep",)
-        if not hb: return Decision("NO", "cv: steep decrement", "broad Hα without Hβ emission is not a CV's flat decrement", ev,
+        if not hb: return Decision("NO", "cv: steep decrement",
+                                   "broad Hα without Hβ emission is not a CV's flat decrement", ev,
                                    ("decrement=steep",))
     for key, name_, wname in (("heii4686", "He II 4686", "He I 4471, He II 4686"), ("hei4471", "He I 4471", "He I 4471, He II 4686"),
                               ("hei5876", "He I 5876", "He I 5876")):
@@ -446,7 +449,8 @@ def _cv_decrement(m, k, ev, W):
             ev.append(Evidence(f"{name_} is in emission (EW {fmt(key + '_ew', m[key + '_ew'])} Å), as in an accretion flow.",
                                W(wname), (key + "_ew",)))
     flat = any("decrement=flat" in e.claims for e in ev)   # only a measured Hβ shows the decrement
-    return Decision("YES", "cv: broad Balmer emission", "broad Balmer emission" + (" with a flat decrement" if flat else "") + " at z ≈ 0",
+    return Decision("YES", "cv: broad Balmer emission",
+                    "broad Balmer emission" + (" with a flat decrement" if flat else "") + " at z ≈ 0",
                     ev, ("decrement=flat",) if flat else ())
 
 # %% ../nbs/08a_expert.ipynb #59b73bbe
@@ -550,10 +554,12 @@ def _votes(m):
     out = {}
     if _ok(m["nai_ew"]):
         g = m["nai_ew"] < _L["nai_giant"]
-        out["nai"] = ("weak Na I" if g else "strong Na I", "giant" if g else "dwarf", _margin(m["nai_ew"], _L["nai_giant"], 0.8))
+        out["nai"] = ("weak Na I" if g else "strong Na I", "giant" if g else "dwarf",
+                      _margin(m["nai_ew"], _L["nai_giant"], 0.8))
     if _ok(m["cat_ew"]):
         g = m["cat_ew"] >= _L["cat_giant"]
-        out["cat"] = ("a strong Ca II triplet" if g else "a weak Ca II triplet", "giant" if g else "dwarf", _margin(m["cat_ew"], _L["cat_giant"], 1.0))
+        out["cat"] = ("a strong Ca II triplet" if g else "a weak Ca II triplet", "giant" if g else "dwarf",
+                      _margin(m["cat_ew"], _L["cat_giant"], 1.0))
     return out
 
 def _gravity(m, line):
@@ -584,7 +590,8 @@ def _gm_gravity(m, ev, W, t5):
         ev.append(Evidence(f"CaH2 + CaH3 = {fmt('cah', cah)} against the giant/dwarf line {line:.2f} for this TiO5: "
                            + (("weak CaH, a giant." if side == "giant" else "deep CaH, a dwarf.") if clear else
                               f"within {_L['cah_band']:.2f} of the line, so CaH alone cannot tell a giant from a dwarf."),
-                           W("CaH 6830, 6975"), ("cah",), _margin(cah, line, 0.08), (f"gravity={side}",) if clear else ()))
+                           W("CaH 6830, 6975"), ("cah",), _margin(cah, line, 0.08),
+                           (f"gravity={side}",) if clear else ()))
     v = _votes(m)
     if "nai" in v:
         ev.append(Evidence(f"Na I 8183/8195 EW {fmt('nai_ew', nai)} Å: " + ("weak, as in a giant." if v["nai"][1] == "giant" else "strong, as in a dwarf."),
@@ -642,16 +649,19 @@ def _rules_gm(m, seen=None):
     col = m["color"]
     if _ok(col) and col >= _L["red"]:   # an M star's continuum is red; a flat or blue one cannot be an M giant's
         ev.append(Evidence(f"But the continuum is {_shape(col)} (F4500/F7500 = {fmt('color', col)}): far too warm for an M star, so the "
-                           "band depths are not the TiO of an M giant.", None, ("color",), _margin(col, _L["red"], 0.2), ("temperature=warm",)))
+                           "band depths are not the TiO of an M giant.", None, ("color",),
+                           _margin(col, _L["red"], 0.2), ("temperature=warm",)))
         return Decision("NO", "gm: continuum too warm", "the continuum is too warm for an M star", ev, ("temperature=warm",))
     g, why, gm_margin = _gm_gravity(m, ev, W, t5)
     if g is None:
         ev.append(Evidence("No gravity indicator (CaH, Na I, the Ca II triplet) can be measured here.", None, ()))
-        return Decision("NO", "gm: gravity not covered", "no gravity indicator is covered, so a giant cannot be shown", ev)
+        return Decision("NO", "gm: gravity not covered",
+                        "no gravity indicator is covered, so a giant cannot be shown", ev)
     if not any(f"gravity={g}" in e.claims for e in ev):   # CaH did not decide on its own: say what did
         ev.append(Evidence(f"So the gravity is a {g}'s: {', '.join(why)}.", None, (), gm_margin, (f"gravity={g}",)))
     if g == "dwarf":
-        return Decision("NO", "gm: dwarf gravity", f"the gravity is a dwarf's ({', '.join(why)})", ev, ("gravity=dwarf",))
+        return Decision("NO", "gm: dwarf gravity", f"the gravity is a dwarf's ({', '.join(why)})", ev,
+                        ("gravity=dwarf",))
     return _gm_impostors(m, ev, W, why)
 
 # %% ../nbs/08a_expert.ipynb #05f3f3db
@@ -711,13 +721,16 @@ def _cool_continuum(m, limit):
 def _wd_da(m, ev, W, text, keys):
     "G5 with broad Balmer lines: \"DA\", or the `Decision` when they are a normal star's or a cool star's."
     if not _broad(m):
-        ev.append(Evidence(text + ": deep but narrow lines of a normal star (A/F, BHB) or a hot subdwarf.", W("H-beta"), keys, _broad_margin(m),
+        ev.append(Evidence(text + ": deep but narrow lines of a normal star (A/F, BHB) or a hot subdwarf.",
+                           W("H-beta"), keys, _broad_margin(m),
                            ("hydrogen=present", "balmer=narrow")))
         if _ok(m["cak_abs"]) and m["cak_abs"] >= 1.0:
-            ev.append(Evidence(f"Ca II K has EW {fmt('cak_abs', m['cak_abs'])} Å, a normal-star metal line.", W("Ca II K/H"), ("cak_abs",)))
+            ev.append(Evidence(f"Ca II K has EW {fmt('cak_abs', m['cak_abs'])} Å, a normal-star metal line.",
+                               W("Ca II K/H"), ("cak_abs",)))
         return Decision("NO", "wd: narrow Balmer", "the Balmer lines are too narrow for a white dwarf's gravity", ev)
     ev.append(Evidence(text + f", deepest at the centre (core/flank {fmt('hb_core', m['hb_core'])} against 1): pressure-broadened, "
-                       "as in a DA white dwarf.", W("H-beta"), keys + ("hb_core",), _broad_margin(m), ("hydrogen=present", "balmer=broad")))
+                       "as in a DA white dwarf.", W("H-beta"), keys + ("hb_core",), _broad_margin(m),
+                       ("hydrogen=present", "balmer=broad")))
     if _ok(m["hg_width"], m["hg_wing"]):
         ev.append(Evidence(f"Hγ is as broad: Gaussian FWHM {fmt('hg_width', m['hg_width'])} Å, wing EW {fmt('hg_wing', m['hg_wing'])} Å.",
                            W("H-gamma"), ("hg_width", "hg_wing")))
@@ -729,30 +742,35 @@ def _wd_da(m, ev, W, text, keys):
         ev.append(cool or Evidence(f"The continuum (F4500/F7500 = {fmt('color', m['color'])}, below {_L['da_color']}) is too cool for Balmer "
                                    "lines this deep in a white dwarf: a broad depression of a cool star's blanketed spectrum.", None, ("color",),
                                    _margin(m["color"], _L["da_color"], 0.3), ("temperature=cool",)))
-        return Decision("NO", "wd: cool star", "the continuum is that of a cool star, not of a white dwarf with Balmer lines", ev,
+        return Decision("NO", "wd: cool star",
+                        "the continuum is that of a cool star, not of a white dwarf with Balmer lines", ev,
                         ("temperature=cool",))
     return "DA"
 
 # %% ../nbs/08a_expert.ipynb #4706eb68
 def _wd_hydrogen_free(m, ev, W, text, keys):
     "G5 without hydrogen lines: the subtype (DB, DO, DZ, DQ, DC), or the `Decision` when none can be claimed."
-    ev.append(Evidence(text + ": no significant hydrogen lines.", W("H-beta"), keys, _margin(m["hb_depth"], _L["balmer_depth"], 0.05),
+    ev.append(Evidence(text + ": no significant hydrogen lines.", W("H-beta"), keys,
+                       _margin(m["hb_depth"], _L["balmer_depth"], 0.05),
                        ("hydrogen=absent",)))
     if not _ok(m["snr"]):
         ev.append(Evidence("The noise cannot be estimated where it is measured (outside the data or in a gap), so weak broad lines "
                            "cannot be excluded and a line-free white dwarf cannot be claimed.", None, ()))
-        return Decision("NO", "wd: noise not covered", "without a noise estimate a hydrogen-free white dwarf cannot be identified", ev)
+        return Decision("NO", "wd: noise not covered",
+                        "without a noise estimate a hydrogen-free white dwarf cannot be identified", ev)
     if not (_ok(m["snr"]) and m["snr"] >= _L["wd_snr"]):
         ev.append(Evidence(f"At S/N {fmt('snr', m['snr'])} per pixel weak broad lines cannot be excluded, so a line-free white dwarf "
                            "cannot be claimed.", None, ("snr",), _margin(m["snr"], _L["wd_snr"], 3)))
         return Decision("NO", "wd: too noisy", "too noisy to identify a hydrogen-free white dwarf", ev)
     if cool := _cool_continuum(m, _L["wd_break"]):
         ev.append(cool)
-        return Decision("NO", "wd: cool star", "the continuum of a cool star, not a hydrogen-free white dwarf's", ev, ("temperature=cool",))
+        return Decision("NO", "wd: cool star", "the continuum of a cool star, not a hydrogen-free white dwarf's", ev,
+                        ("temperature=cool",))
     if not _ok(m["color"]):   # a gap hides 4500 or 7500 Å: a K star without hydrogen lines cannot be told from a DC/DZ
         ev.append(Evidence("The continuum colour F4500/F7500 cannot be measured (a band falls outside the data or in a gap), so a "
                            "cool star cannot be excluded.", None, ()))
-        return Decision("NO", "wd: colour not covered", "without the continuum colour a hydrogen-free white dwarf cannot be told from a cool star", ev)
+        return Decision("NO", "wd: colour not covered",
+                        "without the continuum colour a hydrogen-free white dwarf cannot be told from a cool star", ev)
     hei, heii, cak, c2 = m["hei4471_abs"], m["heii4686_abs"], m["cak_abs"], m["c2_4737"]
     if _has(m, "hei4471_abs", _L["wd_hei"]):
         sub, e = "DB", Evidence(f"He I 4471 is in broad absorption (EW {fmt('hei4471_abs', hei)} Å) without hydrogen.",
@@ -761,18 +779,22 @@ def _wd_hydrogen_free(m, ev, W, text, keys):
         sub, e = "DO", Evidence(f"He II 4686 is in absorption (EW {fmt('heii4686_abs', heii)} Å) without hydrogen.",
                                 W("C2 Swan bands"), ("heii4686_abs",), _margin(heii, _L["wd_heii"], 0.4))
     elif _has(m, "cak_abs", _L["wd_cak"]):
-        sub, e = "DZ", Evidence(f"Ca II K is the only strong line (EW {fmt('cak_abs', cak)} Å).", W("Ca II K/H"), ("cak_abs",),
+        sub, e = "DZ", Evidence(f"Ca II K is the only strong line (EW {fmt('cak_abs', cak)} Å).", W("Ca II K/H"),
+                                ("cak_abs",),
                                 _margin(cak, _L["wd_cak"], 1.0))
     elif _has(m, "c2_4737", _L["wd_c2"]):
-        sub, e = "DQ", Evidence(f"C2 Swan bands (depth {fmt('c2_4737', c2)} at 4737 Å) on a blue continuum.", W("C2 Swan bands"),
+        sub, e = "DQ", Evidence(f"C2 Swan bands (depth {fmt('c2_4737', c2)} at 4737 Å) on a blue continuum.",
+                                W("C2 Swan bands"),
                                 ("c2_4737",), _margin(c2, _L["wd_c2"], 0.04))
     elif not _ok(hei) and not _ok(cak):   # "no line" needs at least one of the lines' windows in the data
         ev.append(Evidence("Neither He I 4471 nor Ca II K can be measured (outside the data, in a gap or too few pixels), so the "
                            "absence of lines cannot be shown.", None, ()))
-        return Decision("NO", "wd: lines not covered", "a line-free (DC) white dwarf cannot be shown without its line windows", ev)
+        return Decision("NO", "wd: lines not covered",
+                        "a line-free (DC) white dwarf cannot be shown without its line windows", ev)
     else:
         sub, e = "DC", Evidence(f"No line is deeper than a few per cent (He I 4471 EW {fmt('hei4471_abs', hei)} Å, Ca II K EW "
-                                f"{fmt('cak_abs', cak)} Å).", W("He I 4471"), ("hei4471_abs", "cak_abs"), math.inf, ("lines=absent",))
+                                f"{fmt('cak_abs', cak)} Å).", W("He I 4471"), ("hei4471_abs", "cak_abs"), math.inf,
+                                ("lines=absent",))
     ev.append(e)
     return sub
 
@@ -789,16 +811,20 @@ def _rules_wd(m, seen=None):
             ev.append(Evidence(f"{name} has an emission component (EW {fmt(k + '_ew', m[k + '_ew'])} Å, core/flank "
                                f"{fmt(k + '_core', m[k + '_core'])} above 1).", W("H-beta") if k == "hb" else None,
                                (k + "_ew", k + "_core"), _margin(m[k + "_core_sig"], _L["core_sig"], 2)))
-            return Decision("NO", "wd: emission", "emission lines mark a CV, a WD+dM pair or a quasar, not a single white dwarf", ev)
+            return Decision("NO", "wd: emission",
+                            "emission lines mark a CV, a WD+dM pair or a quasar, not a single white dwarf", ev)
     if _has(m, "mgb_ew", _L["wd_mgb"]) or _has(m, "nad_ew", _L["wd_nad"]):
         ev.append(Evidence(f"Mg b has EW {fmt('mgb_ew', m['mgb_ew'])} Å and Na D {fmt('nad_ew', m['nad_ew'])} Å: the metal lines of an F, G or K "
                            "star's atmosphere, which no white dwarf shows this strong.", None, ("mgb_ew", "nad_ew"),
-                           min(_margin(m["mgb_ew"], _L["wd_mgb"], 1.0), _margin(m["nad_ew"], _L["wd_nad"], 1.0)), ("metal lines=strong",)))
-        return Decision("NO", "wd: metal lines", "strong Mg b and Na D mark an F, G or K main-sequence or giant star", ev)
+                           min(_margin(m["mgb_ew"], _L["wd_mgb"], 1.0), _margin(m["nad_ew"], _L["wd_nad"], 1.0)),
+                           ("metal lines=strong",)))
+        return Decision("NO", "wd: metal lines",
+                        "strong Mg b and Na D mark an F, G or K main-sequence or giant star", ev)
     text, keys = _balmer_text(m)
     if not _ok(m["hb_depth"], m["hb_dsig"]) or not (seen or (lambda n: True))("H-beta"):   # Hβ outside the data or in a gap
         ev.append(Evidence("Hβ cannot be measured (it falls outside the data or in a gap), so the hydrogen lines cannot be judged.", None, ()))
-        return Decision("NO", "wd: Hβ not covered", "without Hβ neither a DA nor a hydrogen-free white dwarf can be shown", ev)
+        return Decision("NO", "wd: Hβ not covered",
+                        "without Hβ neither a DA nor a hydrogen-free white dwarf can be shown", ev)
     if _ok(m["hb_depth"], m["hb_dsig"]) and m["hb_depth"] >= _L["balmer_depth"] and m["hb_dsig"] >= _L["balmer_dsig"]:
         sub = _wd_da(m, ev, W, text, keys)
     else:
@@ -811,8 +837,10 @@ def _rules_wd(m, seen=None):
                            "blackbody with the same blue colour, and the red TiO heads (6159/7054/8432 Å) have mean depth "
                            f"{fmt('tio_red', t)} ± {fmt('tio_red_err', m['tio_red_err'])}: "
                            + ("the flux rises again or TiO appears: an M-dwarf companion." if comp else "no M-dwarf companion."),
-                           W("TiO of an M companion"), ("red_rise", "red_excess", "tio_red", "tio_red_err"), _margin(m["red_excess"], _L["wdm_excess"], 0.1)))
-        if comp: return Decision("NO", "wd: M companion", "an M-dwarf companion makes this a WD+dM pair, not a single white dwarf", ev)
+                           W("TiO of an M companion"), ("red_rise", "red_excess", "tio_red", "tio_red_err"),
+                           _margin(m["red_excess"], _L["wdm_excess"], 0.1)))
+        if comp: return Decision("NO", "wd: M companion",
+                                 "an M-dwarf companion makes this a WD+dM pair, not a single white dwarf", ev)
     return Decision("YES", f"wd: {sub}", f"the spectrum is that of a {sub} white dwarf", ev, ("class=white dwarf",))
 
 # %% ../nbs/08a_expert.ipynb #00c9d91b
@@ -1004,7 +1032,8 @@ def expert_record(spectrum:Spectrum, # the spectrum (observed frame, with its re
     ends = (float(w[0]), float(w[-1])) if len(w) else ()
     gaps = data_gaps(spectrum)
     hidden = [TASKS[task].windows[i][2] for i in hidden_windows(task, cov, gaps)]
-    return dict(task=task, id=spectrum.meta.get("id"), m=m, covered=cov, decision=decide(task, m, cov), ends=ends, gaps=gaps,
+    return dict(task=task, id=spectrum.meta.get("id"), m=m, covered=cov, decision=decide(task, m, cov),
+                ends=ends, gaps=gaps,
                 hidden=hidden, overview=_overview(m, ends, gaps, _said(hidden, ends)))
 
 def _said(names, ends=()):
@@ -1138,7 +1167,8 @@ def _verdict(self:ScriptedExpertPolicy, ep, d):
         why = (f"{d.reason}, but that rests on a marginal measurement ({crit.text.rstrip('.')}), within its uncertainty "
                f"of the limit; weighing the rest of the evidence")
         return ep.truth, text(ep.truth, why)
-    self.disagreements[ep.sample_id] = dict(rule=d.rule, measured=d.verdict, label=ep.truth, margin=round(crit.margin, 2))
+    self.disagreements[ep.sample_id] = dict(rule=d.rule, measured=d.verdict, label=ep.truth,
+                                            margin=round(crit.margin, 2))
     ep.meta["expert"]["disagrees"] = True
     return d.verdict, text(d.verdict, d.reason)
 

@@ -231,7 +231,8 @@ class HFPolicy(Policy):
 def _setup_stops(self:HFPolicy):
     "End-of-turn ids, and `</tool_call>` as a stop id (or a stop string when it is not one token)."
     tok, cfg_eos = self.tokenizer, self.model.generation_config.eos_token_id
-    ids = {tok.eos_token_id, tok.pad_token_id, tok.convert_tokens_to_ids("<|im_end|>"), tok.convert_tokens_to_ids("<|endoftext|>")}
+    ids = {tok.eos_token_id, tok.pad_token_id, tok.convert_tokens_to_ids("<|im_end|>"),
+           tok.convert_tokens_to_ids("<|endoftext|>")}
     ids |= set(cfg_eos if isinstance(cfg_eos, (list, tuple)) else [cfg_eos])
     ids.discard(None); ids.discard(tok.unk_token_id)
     self.end_ids = sorted(i for i in ids if isinstance(i, int))
@@ -240,7 +241,8 @@ def _setup_stops(self:HFPolicy):
     self.drop_ids = _special_ids(tok)
 
 def _describe(self:HFPolicy):
-    return dict(name=self.name, model=self.model_id, dtype=str(self.dtype).removeprefix("torch."), device=str(self.device),
+    return dict(name=self.name, model=self.model_id, dtype=str(self.dtype).removeprefix("torch."),
+                device=str(self.device),
                 do_sample=self.do_sample, temperature=self.temperature if self.do_sample else None,
                 top_p=self.top_p if self.do_sample else None, max_new_tokens=self.max_new_tokens,
                 seed=self.seed, template=self.template_kind, batch_size=self.batch_size,
@@ -249,7 +251,8 @@ def _describe(self:HFPolicy):
 
 def _render(self:HFPolicy, messages) -> str:
     "The text the model reads for `messages`, ending with the assistant header."
-    return self.processor.apply_chat_template(messages, chat_template=self.template, tokenize=False, add_generation_prompt=True)
+    return self.processor.apply_chat_template(messages, chat_template=self.template, tokenize=False,
+                                              add_generation_prompt=True)
 
 HFPolicy._setup_stops, HFPolicy.describe, HFPolicy.render = _setup_stops, _describe, _render
 
@@ -301,7 +304,8 @@ def _batch_seed(seed, episodes):
 
 def _generation_config(self, n_prompt):
     "Every decoding setting spelled out, so the checkpoint's generation_config.json cannot add its own."
-    sample = dict(temperature=self.temperature, top_p=self.top_p) if self.do_sample else dict(temperature=1.0, top_p=1.0)
+    sample = dict(temperature=self.temperature,
+                  top_p=self.top_p) if self.do_sample else dict(temperature=1.0, top_p=1.0)
     stops = self.end_ids + ([self.call_end_id] if self.call_end_id is not None else [])
     if self.do_sample: sample["top_k"] = 0  # off: a checkpoint's top_k=1 would make sampling greedy
     return GenerationConfig(do_sample=self.do_sample, repetition_penalty=1.0, num_beams=1,

@@ -287,7 +287,8 @@ def _summary_of(d, pt, reps, used, level):
     s["format_ok_rate"] = _rate(d["format_ok"]) if "format_ok" in d else np.nan
     s["no_answer_rate"] = float(d.prediction.isna().mean())
     s.update(reading="strict: exact \\boxed{YES}/\\boxed{NO}", lenient_macro_f1=float(pt.lenient_f1.mean()),
-             lenient_macro_acc=float(pt.lenient_acc.mean()), lenient_overall_acc=float((d.lenient_prediction == d.truth).mean()))
+             lenient_macro_acc=float(pt.lenient_acc.mean()),
+             lenient_overall_acc=float((d.lenient_prediction == d.truth).mean()))
     if "confidence" in d.columns: s.update(_confidence_summary(d))
     return s
 
@@ -301,7 +302,8 @@ def evaluate(df,            # predictions frame (see `predictions_frame`)
              left_out=None  # what was left out before this frame (`split_scored`); rows of tasks not asked for are added
             ) -> Evaluation:
     "Per-task and macro metrics of one policy's predictions, with stratified bootstrap intervals."
-    if not (isinstance(n_boot, (int, np.integer)) and n_boot >= 0): raise ValueError(f"n_boot={n_boot!r}: need an int >= 0")
+    if not (isinstance(n_boot,
+                       (int, np.integer)) and n_boot >= 0): raise ValueError(f"n_boot={n_boot!r}: need an int >= 0")
     if not (isinstance(seed, (int, np.integer)) and seed >= 0): raise ValueError(f"seed={seed!r}: need an int >= 0")
     if not 0 < level < 1: raise ValueError(f"level={level!r}: need a coverage strictly between 0 and 1, e.g. 0.95")
     d = _checked(df)

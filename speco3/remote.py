@@ -124,7 +124,8 @@ def _wire_text(messages, img):
             out.append({"role": "user", "content": _plain(_merge(parts))})
             continue
         if role == "assistant": out.append({"role": "assistant", "content": _assistant_text(m, img, where)})
-        elif role in ("system", "user"): out.append({"role": role, "content": _plain(_parts(m.get("content"), img, where))})
+        elif role in ("system",
+                      "user"): out.append({"role": role, "content": _plain(_parts(m.get("content"), img, where))})
         else: raise ValueError(f"{where}: unknown role {role!r}; use system, user, assistant or tool")
         i += 1
     return out
@@ -188,7 +189,8 @@ def _wire_native(messages, img):
             if images: plots.extend([{"type": "text", "text": f"Plot returned by {m.get('name') or TOOL_NAME} for call {cid}:"}] + images)
             continue
         close()
-        if role == "system": out.append({"role": "system", "content": _strip_tools(_text(_parts(m.get("content"), img, where)))})
+        if role == "system": out.append({"role": "system",
+                                         "content": _strip_tools(_text(_parts(m.get("content"), img, where)))})
         elif role == "user": out.append({"role": "user", "content": _plain(_parts(m.get("content"), img, where))})
         elif role == "assistant":
             content, calls = _split_calls(_assistant_text(m, img, where), i)
@@ -315,7 +317,8 @@ class OpenAIPolicy(Policy):
         if int(max_concurrency) < 1: raise ValueError(f"OpenAIPolicy: max_concurrency must be >= 1, got {max_concurrency}")
         if not timeout or not 0 < timeout < float("inf"): raise ValueError(f"OpenAIPolicy: timeout must be > 0 s, got {timeout}")
         if int(max_retries) < 0 or backoff < 0: raise ValueError("OpenAIPolicy: max_retries and backoff must be >= 0")
-        if extra_body is not None and not isinstance(extra_body, dict): raise ValueError("OpenAIPolicy: extra_body must be a dict")
+        if extra_body is not None and not isinstance(extra_body,
+                                                     dict): raise ValueError("OpenAIPolicy: extra_body must be a dict")
         if keep_plots is not None and int(keep_plots) < 1: raise ValueError(f"OpenAIPolicy: keep_plots must be None or at least 1, got {keep_plots!r}")
         self.prompt, self.keep_plots = check_prompt(prompt), None if keep_plots is None else int(keep_plots)
         self.model, self.base_url = str(model), _base_url(base_url)
@@ -418,10 +421,12 @@ def _exchange(self:OpenAIPolicy, req):
         try: detail = _server_message(e.read(MAX_REPLY)) or e.reason
         except (OSError, http.client.HTTPException): detail = e.reason
         finally: e.close()
-        raise _Failure(f"HTTP {e.code}: {detail}", e.code, e.code in (408, 429) or e.code >= 500, _retry_after((e.headers or {}).get("Retry-After")))
+        raise _Failure(f"HTTP {e.code}: {detail}", e.code, e.code in (408, 429) or e.code >= 500,
+                       _retry_after((e.headers or {}).get("Retry-After")))
     except TimeoutError: raise _Failure(f"no reply within {self.timeout:g} s (timeout)", None, True)
     except urllib.error.URLError as e:
-        if isinstance(e.reason, TimeoutError): raise _Failure(f"no reply within {self.timeout:g} s (timeout)", None, True)
+        if isinstance(e.reason,
+                      TimeoutError): raise _Failure(f"no reply within {self.timeout:g} s (timeout)", None, True)
         raise _Failure(f"cannot connect: {e.reason}", None, True)
     except (OSError, http.client.HTTPException) as e:  # reset, refused, a reply cut short
         raise _Failure(f"connection failed: {type(e).__name__}: {e}", None, True)
@@ -438,7 +443,8 @@ def _parse(self:OpenAIPolicy, raw):
     except ValueError: raise _Failure(f"the reply is not JSON: {_one_line(raw.decode('utf-8', 'replace'), 80)!r}", 200)
     choices = reply.get("choices") if isinstance(reply, dict) else None
     if not choices or not isinstance(choices[0], dict) or not isinstance(choices[0].get("message"), dict):
-        msg = _server_message(raw) if isinstance(reply, dict) and "error" in reply else _one_line(raw.decode("utf-8", "replace"), 80)
+        msg = _server_message(raw) if isinstance(reply,
+                                                 dict) and "error" in reply else _one_line(raw.decode("utf-8", "replace"), 80)
         raise _Failure(f"the reply has no choices[0].message: {msg}", 200)
     return reply
 
