@@ -49,6 +49,7 @@ class Target:
     @property
     def sample_id(self): return f"{Path(self.path).name}#{self.key}"
 
+# %% ../nbs/09_agent.ipynb #7970e514
 def sample_id(x # a Sample, Target, Spectrum, table row (dict/Series) or path
              ) -> str:
     "The id of anything `as_sample` accepts, found without reading a file (so a resumed run skips finished ones cheaply)."
@@ -260,6 +261,7 @@ def inspect_batch(samples, # things `as_sample` accepts (Spectrum, SpecVI row, p
     if int(max_tool_calls) < 0: raise ValueError(f"max_tool_calls must be >= 0, got {max_tool_calls}")
     return _drive([_Run(as_sample(s, task), policy, style, max_tool_calls, guidelines, zoom) for s in samples], policy, style, seed, alpha)
 
+# %% ../nbs/09_agent.ipynb #a3ae77da
 def _drive(runs, policy, style, seed, alpha):
     "Step started episodes (`_Run`) in lockstep until each ends; their Trajectories in order."
     open_ = list(runs)
@@ -305,6 +307,7 @@ def load_samples(source, # a SpecVI-Bench directory or parquet file, or a list o
     if isinstance(source, (str, Path)) and str(source).endswith(".parquet"): return _parquet_rows(Path(source))
     return list(source)
 
+# %% ../nbs/09_agent.ipynb #471c6700
 def _parquet_rows(path):
     import pyarrow.parquet as pq
     return pq.read_table(path).to_pylist()
@@ -425,8 +428,10 @@ def run(samples, # items `as_sample` accepts (see `load_samples`): a list, or an
     if iter(samples) is samples: samples = list(samples)  # a one-shot iterator: it is read twice (ids, then the work)
     ids = _ids(samples)
     with run_lock(out_dir):  # one writer per run folder
-        return _run_locked(samples, ids, policy, Path(out_dir), task, int(batch_size), progress, restart, skip_failed, opts, kw, int(jobs), worker_policy)
+        return _run_locked(samples, ids, policy, Path(out_dir), task, int(batch_size), progress, restart, skip_failed,
+                           opts, kw, int(jobs), worker_policy)
 
+# %% ../nbs/09_agent.ipynb #03ef1d42
 def _ids(samples):
     "The set of ids of `samples` (one pass, nothing read but names); a duplicate id is an error."
     seen, dup = set(), set()
@@ -449,6 +454,7 @@ def _vet_batch(items, task, policy, opts, out):
     trajs = iter(_drive(runs, policy, opts["style"], opts["seed"], opts["alpha"]) if runs else [])
     return [r if isinstance(r, dict) else next(trajs).to_record(out) for r in started]
 
+# %% ../nbs/09_agent.ipynb #b677ed3b
 def _run_locked(samples, ids, policy, out, task, batch_size, progress, restart, skip_failed, opts, kw, jobs, make):
     "The body of `run`, holding the folder's lock."
     from tqdm.auto import tqdm
@@ -466,8 +472,10 @@ def _run_locked(samples, ids, policy, out, task, batch_size, progress, restart, 
             append_jsonl(out / "trajectories.jsonl", records)
             bar.update(len(records))
     wall, n_run = time.perf_counter() - t0, len(ids) - n_resumed
-    summary = dict(policy=policy.describe(), n_samples=len(ids), n_resumed=n_resumed, n_run=n_run, n_retried=len(retry), jobs=jobs,
-                   wall_s=round(wall, 3), spectra_per_s=round(stats["n"] / wall, 3) if stats["n"] and wall > 0 else None,
+    summary = dict(policy=policy.describe(), n_samples=len(ids), n_resumed=n_resumed, n_run=n_run,
+                   n_retried=len(retry), jobs=jobs,
+                   wall_s=round(wall, 3),
+                   spectra_per_s=round(stats["n"] / wall, 3) if stats["n"] and wall > 0 else None,
                    model_s=round(stats["model_s"], 3), tool_s=round(stats["tool_s"], 3), style=opts["style"],
                    judge_check=bool(opts["judge_check"]),
                    n_cannot_judge=_n_cannot_judge(out / "trajectories.jsonl", ids))
@@ -475,6 +483,7 @@ def _run_locked(samples, ids, policy, out, task, batch_size, progress, restart, 
     atomic_write(out / "summary.json", json.dumps(summary, indent=1))
     return summary
 
+# %% ../nbs/09_agent.ipynb #31e5dc18
 def _n_cannot_judge(jsonl, ids):
     "How many of `ids` the run folder holds as cannot_judge."
     recs = read_jsonl(jsonl, require=("sample_id",))
@@ -520,6 +529,7 @@ def _worker_batch(items):
     w = _WORKER
     return _vet_batch(items, w["task"], w["policy"], w["opts"], w["out"])
 
+# %% ../nbs/09_agent.ipynb #480306f7
 def _context():
     "Fresh worker processes: forked from a clean server process where there is one (a fork of this process would share its open font files), else spawned."
     if "forkserver" not in mp.get_all_start_methods(): return mp.get_context("spawn")

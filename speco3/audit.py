@@ -65,6 +65,7 @@ def _negated(s, start, words=5):
     before = re.split(r"[,:()]", s[:start])[-1].split()[-words:]
     return any(_NEG.fullmatch(w.strip(".;")) for w in before)
 
+# %% ../nbs/11a_audit.ipynb #69e1216c
 def _in_sentence(s):
     "Claims of one sentence."
     found = [(m.start(), m.end(), f) for f in FEATURES.values() for m in re.finditer(f.pattern, s)]
@@ -153,7 +154,8 @@ def audit(record:dict, # a trajectory record (speco3.agent.read_trajectories) or
           facts:dict|None=None # `evidence(spectrum)`, when already measured
          ) -> list[dict]:
     "One row per claim: sample_id, task, feature, attribute, asserted, verdict, zoomed, sentence."
-    if not isinstance(record, dict): raise ValueError(f"audit needs a trajectory record (a dict), got {type(record).__name__}")
+    if not isinstance(record,
+                      dict): raise ValueError(f"audit needs a trajectory record (a dict), got {type(record).__name__}")
     cs = claims(_text(record))
     if not cs: return []
     facts = evidence(spectrum) if facts is None else facts
@@ -162,6 +164,7 @@ def audit(record:dict, # a trajectory record (speco3.agent.read_trajectories) or
                  verdict=check(c, facts), zoomed=any(lo <= FEATURES[c.feature].wavelength <= hi for lo, hi in wins))
             for c in cs]
 
+# %% ../nbs/11a_audit.ipynb #2512faf3
 def claim_precision(rows, # audit rows of one policy (from `audit`), any number of trajectories
                     n_boot:int=1000, # bootstrap replicates over trajectories
                     seed:int=0, # bootstrap seed
@@ -170,7 +173,8 @@ def claim_precision(rows, # audit rows of one policy (from `audit`), any number 
     "claims, supported, contradicted, undetermined, precision and its interval (over trajectories)."
     rows = list(rows)
     n = lambda rs, v: sum(r["verdict"] == v for r in rs)
-    out = dict(claims=len(rows), supported=n(rows, "supported"), contradicted=n(rows, "contradicted"), undetermined=n(rows, "undetermined"))
+    out = dict(claims=len(rows), supported=n(rows, "supported"), contradicted=n(rows, "contradicted"),
+               undetermined=n(rows, "undetermined"))
     checked = out["supported"] + out["contradicted"]
     out["precision"] = out["supported"] / checked if checked else np.nan
     ids = sorted({r["sample_id"] for r in rows})

@@ -75,6 +75,7 @@ def _jump(w, f, head, gap=3.0, span=20.0):
     b, r = _med(w, f, head - gap - span, head - gap), _med(w, f, head + gap, head + gap + span)
     return r / b if b > 0 and np.isfinite(r) else np.nan
 
+# %% ../nbs/08a_expert.ipynb #332645fe
 def _step(w, f, head, gap=2.0, span=40.0):
     "Flux step across a band head: straight lines fitted on each side, compared at the head (removes the slope of other bands)."
     b, r = _sel(w, head - span, head - gap), _sel(w, head + gap, head + span)
@@ -102,6 +103,7 @@ def _ew(w, f, lam, half, blue, red, err=False):
     nz = _noise(w, f, lam - half - 25, lam + half + 25)
     return ew, float(nz * 2 * half * np.sqrt(1 / len(x) + 1 / 8))  # pixel noise + continuum-level noise
 
+# %% ../nbs/08a_expert.ipynb #f4f8862d
 def _jump_err(w, f, head, gap=3.0, span=20.0):
     "Error of `_jump` (relative), from the pixel noise of both sides (a median costs ×1.25)."
     nb = _sel(w, head - gap - span, head - gap); nr = _sel(w, head + gap, head + gap + span)
@@ -137,6 +139,7 @@ def _bb_rise(blue):
     "F8100/F6100 of the blackbody whose F6100/F4500 is `blue` (NaN outside the blackbody range)."
     return _bb_ratio(blue, _BB_RED)
 
+# %% ../nbs/08a_expert.ipynb #c6fd9a7d
 _SIGMAS = np.geomspace(0.8, 45, 48)   # Gaussian σ grid, Å (FWHM 1.9–106 Å, steps of 9 %)
 _SIGMAS_WIDE = np.geomspace(2, 120, 40) # for quasar lines (up to ~10 000 km/s)
 
@@ -191,17 +194,8 @@ _ABS = dict(  # weak absorption lines: (EW half width, blue band, red band)
     heii4542=(8, (4520, 4532), (4552, 4565)), heii4200=(8, (4180, 4190), (4210, 4220)),
     heii4686=(8, (4650, 4668), (4705, 4720)), cak=(10, (3910, 3922), (3945, 3955)))
 
-def measurements(spectrum:Spectrum # the spectrum (observed frame, with its redshift); air wavelengths are converted
-                ) -> dict:
-    "Every number the scripted expert reads, measured in the rest frame (NaN where the data do not reach)."
-    w, f = _rest(spectrum)
-    m = dict(z=float(spectrum.redshift), lo=float(w[0]) if len(w) else np.nan, hi=float(w[-1]) if len(w) else np.nan)
-    m["z_known"] = bool(spectrum.meta.get("redshift_known", True))   # False: the file gave no redshift (z = 0 is a stand-in)
-    nz = _noise(w, f, 4000, 5500)
-    m["snr"] = 1 / nz if nz > 0 else np.nan
-    m["color"] = _ratio(w, f, (4400, 4600), (7400, 7600))        # F(4500)/F(7500): blue > 1 > red
-    m["blue_excess"] = _ratio(w, f, (4000, 4200), (5400, 5600))  # F(4100)/F(5500): a hot companion in an M star
-    m["balmer_merge"] = _ratio(w, f, (3800, 3900), (4400, 4600)) # F(3850)/F(4500): merged higher Balmer lines (WD)
+def _line_measures(w, f, m):
+    "Into `m`: emission lines (Gaussian peak, FWHM, significance, EW), the Hα/Hβ cores, weak absorption EWs, Balmer absorption."
     for k, (half, ewhalf, blue, red) in _EM.items():
         g = _gauss(w, f, LINES[k], half)
         m[f"{k}_amp"], m[f"{k}_fwhm"], m[f"{k}_sig"] = g["amp"], g["fwhm"], g["sig"]
@@ -209,7 +203,8 @@ def measurements(spectrum:Spectrum # the spectrum (observed frame, with its reds
     m["ha_sep"] = _peaks(w, f, LINES["ha"], m["ha_fwhm"]) if m["ha_amp"] > 0 else np.nan
     for k in ("ha", "hb"):  # the line core against the flux 12–25 Å away: > 0 for an emission core, even inside an absorption trough
         lam = LINES[k]
-        core, flank = _med(w, f, lam - 4, lam + 4), _fmean([_med(w, f, lam - 25, lam - 12), _med(w, f, lam + 12, lam + 25)])
+        core, flank = _med(w, f, lam - 4,
+                           lam + 4), _fmean([_med(w, f, lam - 25, lam - 12), _med(w, f, lam + 12, lam + 25)])
         nz = _noise(w, f, lam - 40, lam + 40)
         m[f"{k}_core"] = core / flank - 1 if flank > 0 else np.nan
         m[f"{k}_core_err"] = nz * np.sqrt(2 / 5) if nz > 0 else np.nan   # ~5 core pixels against many flank pixels
@@ -220,6 +215,10 @@ def measurements(spectrum:Spectrum # the spectrum (observed frame, with its reds
         g = _gauss(w, f, LINES[k], half)
         m[f"{k}_depth"], m[f"{k}_width"], m[f"{k}_dsig"] = -g["amp"], g["width"], -g["sig"]
         m[f"{k}_wing"] = _wings(w, f, LINES[k], blue, red, wing=60 if k == "hb" else 50)
+
+# %% ../nbs/08a_expert.ipynb #c9a99888
+def _band_measures(spectrum, w, f, m):
+    "Into `m`: molecular band heads, the shared indices (TiO5, CaH), the ZrO template and the red TiO heads."
     for k in HEADS:
         if k not in _FROM_INDICES: m[k] = _depth(w, f, k)
     x = indices.measure(spectrum, names=list(_INDEX_NAMES))   # the shared index definitions (speco3.indices)
@@ -242,6 +241,10 @@ def measurements(spectrum:Spectrum # the spectrum (observed frame, with its reds
     m["tio_red_err"] = float(1 / np.sqrt(np.sum(1 / es[ok] ** 2))) if ok.any() else np.nan
     tios = [1 - _jump(w, f, h) for h in _TIO]
     m["tio"] = float(np.median([t for t in tios if np.isfinite(t)])) if np.isfinite(tios).any() else np.nan
+
+# %% ../nbs/08a_expert.ipynb #de8a8425
+def _metal_measures(w, f, m):
+    "Into `m`: metal-line EWs, the 4000 Å break, the red excess, Na I and the Ca II triplet, the wide quasar lines."
     m["nad_ew"], m["nad_ew_err"] = _ew(w, f, 5894.6, 10, (5860, 5872), (5915, 5927), err=True)
     m["mgb_ew"], m["mgb_ew_err"] = _ew(w, f, 5177.0, 16, (5144, 5162), (5193, 5208), err=True)        # Mg b 5167/5173/5184 (Lick bands)
     m["gband_ew"], m["gband_ew_err"] = _ew(w, f, 4300.1, 17, (4266, 4282), (4321, 4338), err=True)    # CH G band 4300 (Lick G4300)
@@ -254,6 +257,21 @@ def measurements(spectrum:Spectrum # the spectrum (observed frame, with its reds
     for k in ("lya", "civ", "ciii", "mgii", "hb", "ha"):   # quasar lines, wide Gaussians
         g = _gauss(w, f, LINES[k], 0.04 * LINES[k] if k != "lya" else 45, sigmas=_SIGMAS_WIDE, dv=1500.0)
         m[f"q_{k}_amp"], m[f"q_{k}_fwhm"], m[f"q_{k}_sig"] = g["amp"], g["fwhm"], g["sig"]
+
+def measurements(spectrum:Spectrum # the spectrum (observed frame, with its redshift); air wavelengths are converted
+                ) -> dict:
+    "Every number the scripted expert reads, measured in the rest frame (NaN where the data do not reach)."
+    w, f = _rest(spectrum)
+    m = dict(z=float(spectrum.redshift), lo=float(w[0]) if len(w) else np.nan, hi=float(w[-1]) if len(w) else np.nan)
+    m["z_known"] = bool(spectrum.meta.get("redshift_known", True))   # False: the file gave no redshift (z = 0 is a stand-in)
+    nz = _noise(w, f, 4000, 5500)
+    m["snr"] = 1 / nz if nz > 0 else np.nan
+    m["color"] = _ratio(w, f, (4400, 4600), (7400, 7600))        # F(4500)/F(7500): blue > 1 > red
+    m["blue_excess"] = _ratio(w, f, (4000, 4200), (5400, 5600))  # F(4100)/F(5500): a hot companion in an M star
+    m["balmer_merge"] = _ratio(w, f, (3800, 3900), (4400, 4600)) # F(3850)/F(4500): merged higher Balmer lines (WD)
+    _line_measures(w, f, m)
+    _band_measures(spectrum, w, f, m)
+    _metal_measures(w, f, m)
     return m
 
 # %% ../nbs/08a_expert.ipynb #d93225a4
@@ -268,6 +286,10 @@ LIMITS = dict(  # the thresholds of the rules (tuned on SpecVI-Sim training draw
     be_hei=0.5,            # Å; He I 4471 absorption of a B photosphere (Be star)
     core=0.05,             # line core at least 5 % above the flux 12–25 Å away: an emission core...
     core_sig=4.0,          # ...at this significance
+)
+
+# %% ../nbs/08a_expert.ipynb #bcbf28e7
+LIMITS.update(  # carbon, S and M stars, giants against dwarfs
     tio_jump=0.95,         # red/blue flux ratio at the 5165 head below this: sharp blue edge (TiO 5167)
     c2_jump=1.06,          # above this: sharp red edge (C2 5165)
     c2_depth=0.06,         # a C2 Swan head (sharp red edge) at least this deep
@@ -287,6 +309,10 @@ LIMITS = dict(  # the thresholds of the rules (tuned on SpecVI-Sim training draw
     zro_agree=0.6,         # ...when ZrO 5552/5718 reach this fraction of their expected depth (0.75 × ZrO 6474)
     zro_ss=0.08,           # ZrO 6474 head depth of an S star
     zro_ss2=0.03,          # mean ZrO 5552/5718 depth that corroborates it
+)
+
+# %% ../nbs/08a_expert.ipynb #9d834daa
+LIMITS.update(  # white dwarfs
     balmer_depth=0.05,     # Hβ absorption depth that counts as "Balmer lines present"
     balmer_dsig=4.0,       # ...at this significance
     da_width2=44.0,        # Å; Gaussian FWHM of Hβ above this: pressure-broadened (white dwarf)...
@@ -314,6 +340,10 @@ LIMITS = dict(  # the thresholds of the rules (tuned on SpecVI-Sim training draw
     wd_break=0.6,          # F3850/F4500 over a blackbody's of the same colour below this: a cool star's 4000 Å break (line-free WDs ≈ 1)
     wd_break_da=0.3,       # ...the same for a DA, whose merged higher Balmer lines depress 3850 Å themselves
     da_color=1.2,          # F4500/F7500 a DA needs: Balmer lines as deep as measured need T_eff ≳ 6000 K
+)
+
+# %% ../nbs/08a_expert.ipynb #07a869b7
+LIMITS.update(  # O, B and A stars, quasars
     heii_o=0.25,           # Å; He II 4542 absorption (2σ) of an O star
     o_depth=0.10,          # Hβ depth that shows hydrogen in an O star (a DO white dwarf has none)
     o_gband=0.8,           # Å; G band EW (3σ) of a G/K star, whose metal lines mimic He II 4542 (O stars: < 0.5)
@@ -362,10 +392,12 @@ def fmt(key, # a measurement key
     if value is None or not np.isfinite(value): return "n/a"
     if key.endswith(("_fwhm", "_sep")): return f"{10 * round(value / 10):.0f}"
     if key == "snr" and 0 < abs(value) < 0.5: return f"{value:.1g}"   # a faint spectrum's S/N is not "0"
-    d = _DEC.get(key, 1 if key.endswith(("_ew", "_abs", "_width", "_wing", "_abs_err")) else 0 if key.endswith("_sig") else 2)
+    d = _DEC.get(key, 1 if key.endswith(("_ew", "_abs", "_width", "_wing",
+                                         "_abs_err")) else 0 if key.endswith("_sig") else 2)
     s = f"{value:.{d}f}"
     return s.lstrip("-") if float(s) == 0 else s
 
+# %% ../nbs/08a_expert.ipynb #a0dbf9e9
 def _shape(c):
     "The overview's word for the continuum colour F4500/F7500 (the rules use the same limits)."
     if not _ok(c): return "not measurable"
@@ -400,6 +432,28 @@ def _redshift_evidence(m, window):
                     "so the lines belong to an extragalactic source.", window, ("z",), _margin(m["z"], _L["z_extragalactic"], _L["z_extragalactic"]))
 
 # %% ../nbs/08a_expert.ipynb #b772d3c6
+def _cv_decrement(m, k, ev, W):
+    "The end of G1 once the Balmer emission is broad: Hβ for the decrement, then helium emission."
+    if k == "ha" and _ok(m["hb_sig"]):
+        hb = _emission(m, "hb", _L["hb_em_sig"], _L["hb_em_amp"])
+        ev.append(Evidence(f"Hβ is {'also in emission' if hb else 'hardly in emission'} (EW {fmt('hb_ew', m['hb_ew'])} Å, peak "
+                           f"{fmt('hb_amp', m['hb_amp'])} of the continuum): {'a flat' if hb else 'a steep'} Balmer decrement.",
+                           W("H-beta"), ("hb_ew", "hb_amp"), _margin(m["hb_sig"], _L["hb_em_sig"], 3)))
+        ev[-1].claims = ("decrement=flat",) if hb else ("decrement=steep",)
+        if not hb: return Decision("NO", "cv: steep decrement",
+                                   "broad Hα without Hβ emission is not a CV's flat decrement", ev,
+                                   ("decrement=steep",))
+    for key, name_, wname in (("heii4686", "He II 4686", "He I 4471, He II 4686"), ("hei4471", "He I 4471", "He I 4471, He II 4686"),
+                              ("hei5876", "He I 5876", "He I 5876")):
+        if _emission(m, key):
+            ev.append(Evidence(f"{name_} is in emission (EW {fmt(key + '_ew', m[key + '_ew'])} Å), as in an accretion flow.",
+                               W(wname), (key + "_ew",)))
+    flat = any("decrement=flat" in e.claims for e in ev)   # only a measured Hβ shows the decrement
+    return Decision("YES", "cv: broad Balmer emission",
+                    "broad Balmer emission" + (" with a flat decrement" if flat else "") + " at z ≈ 0",
+                    ev, ("decrement=flat",) if flat else ())
+
+# %% ../nbs/08a_expert.ipynb #59b73bbe
 def _rules_cv(m, seen=None):
     "G1: broad Balmer emission at z ≈ 0 with a flat decrement; reject narrow lines, extragalactic z and Be stars."
     W = lambda n: _win("cv", n)
@@ -445,22 +499,7 @@ def _rules_cv(m, seen=None):
     if be:
         ev.append(be_ev())
         return Decision("NO", "cv: Be star", "Balmer emission with He I absorption is a Be star", ev)
-    if k == "ha" and _ok(m["hb_sig"]):
-        hb = _emission(m, "hb", _L["hb_em_sig"], _L["hb_em_amp"])
-        ev.append(Evidence(f"Hβ is {'also in emission' if hb else 'hardly in emission'} (EW {fmt('hb_ew', m['hb_ew'])} Å, peak "
-                           f"{fmt('hb_amp', m['hb_amp'])} of the continuum): {'a flat' if hb else 'a steep'} Balmer decrement.",
-                           W("H-beta"), ("hb_ew", "hb_amp"), _margin(m["hb_sig"], _L["hb_em_sig"], 3)))
-        ev[-1].claims = ("decrement=flat",) if hb else ("decrement=steep",)
-        if not hb: return Decision("NO", "cv: steep decrement", "broad Hα without Hβ emission is not a CV's flat decrement", ev,
-                                   ("decrement=steep",))
-    for key, name_, wname in (("heii4686", "He II 4686", "He I 4471, He II 4686"), ("hei4471", "He I 4471", "He I 4471, He II 4686"),
-                              ("hei5876", "He I 5876", "He I 5876")):
-        if _emission(m, key):
-            ev.append(Evidence(f"{name_} is in emission (EW {fmt(key + '_ew', m[key + '_ew'])} Å), as in an accretion flow.",
-                               W(wname), (key + "_ew",)))
-    flat = any("decrement=flat" in e.claims for e in ev)   # only a measured Hβ shows the decrement
-    return Decision("YES", "cv: broad Balmer emission", "broad Balmer emission" + (" with a flat decrement" if flat else "") + " at z ≈ 0",
-                    ev, ("decrement=flat",) if flat else ())
+    return _cv_decrement(m, k, ev, W)
 
 # %% ../nbs/08a_expert.ipynb #dfeb08ec
 def _rules_carbon(m, seen=None):
@@ -515,10 +554,12 @@ def _votes(m):
     out = {}
     if _ok(m["nai_ew"]):
         g = m["nai_ew"] < _L["nai_giant"]
-        out["nai"] = ("weak Na I" if g else "strong Na I", "giant" if g else "dwarf", _margin(m["nai_ew"], _L["nai_giant"], 0.8))
+        out["nai"] = ("weak Na I" if g else "strong Na I", "giant" if g else "dwarf",
+                      _margin(m["nai_ew"], _L["nai_giant"], 0.8))
     if _ok(m["cat_ew"]):
         g = m["cat_ew"] >= _L["cat_giant"]
-        out["cat"] = ("a strong Ca II triplet" if g else "a weak Ca II triplet", "giant" if g else "dwarf", _margin(m["cat_ew"], _L["cat_giant"], 1.0))
+        out["cat"] = ("a strong Ca II triplet" if g else "a weak Ca II triplet", "giant" if g else "dwarf",
+                      _margin(m["cat_ew"], _L["cat_giant"], 1.0))
     return out
 
 def _gravity(m, line):
@@ -537,29 +578,9 @@ def _gravity(m, line):
     if "cat" in v: return v["cat"][1], [v["cat"][0]], v["cat"][2]
     return None, [], math.inf
 
-def _rules_gm(m, seen=None):
-    "G4: strong TiO with giant gravity (weak CaH, weak Na I, strong Ca II triplet); reject C2, ZrO and a hot companion."
-    W = lambda n: _win("gm", n)
-    t5, tio = m["tio5"], m["tio"]
-    if not _ok(tio) and not _ok(t5):
-        ev = [Evidence("Neither TiO5 nor any of the four TiO heads can be measured: they fall outside the data or in a gap.", None, ())]
-        return Decision("NO", "gm: TiO not covered", "the TiO bands are not covered, so an M type cannot be shown", ev)
-    strong = (_ok(tio) and tio >= _L["tio_m"]) or (not _ok(tio) and _ok(t5) and t5 <= _L["tio5_m"])  # low resolution: TiO5 alone
-    seen = seen or (lambda name: True)   # which guideline windows the data cover (all, when not told)
-    win = next((W(n) for n in ("TiO 7054", "TiO or C2 band heads") if seen(n)), None)
-    if win is None and not strong:   # both TiO windows masked or outside: weak TiO there is no evidence
-        ev = [Evidence("Neither TiO window is covered by the data, so the TiO strength cannot be judged.", None, ())]
-        return Decision("NO", "gm: TiO not covered", "the TiO bands are not covered, so an M type cannot be shown", ev)
-    ev = [Evidence(f"TiO5 = {fmt('tio5', t5)} and the TiO heads (4955, 5449, 6159, 7054 Å) the data cover have median depth {fmt('tio', tio)}: "
-                   + ("strong TiO, as in an M-type star." if strong else "TiO too weak for an M star."),
-                   win, ("tio5", "tio"), _margin(tio, _L["tio_m"], 0.04), ("tio=strong" if strong else "tio=weak",))]
-    if not strong:
-        return Decision("NO", "gm: no TiO", "TiO is too weak for an M type", ev, ("tio=weak",))
-    col = m["color"]
-    if _ok(col) and col >= _L["red"]:   # an M star's continuum is red; a flat or blue one cannot be an M giant's
-        ev.append(Evidence(f"But the continuum is {_shape(col)} (F4500/F7500 = {fmt('color', col)}): far too warm for an M star, so the "
-                           "band depths are not the TiO of an M giant.", None, ("color",), _margin(col, _L["red"], 0.2), ("temperature=warm",)))
-        return Decision("NO", "gm: continuum too warm", "the continuum is too warm for an M star", ev, ("temperature=warm",))
+# %% ../nbs/08a_expert.ipynb #f8d770ff
+def _gm_gravity(m, ev, W, t5):
+    "G4's gravity evidence (CaH against the giant/dwarf line, Na I, the Ca II triplet) into `ev`; what `_gravity` says."
     cah, cat, nai = m["cah"], m["cat_ew"], m["nai_ew"]
     line = _L["cah_a"] + _L["cah_b"] * t5 if _ok(t5) else np.nan
     g, why, gm_margin = _gravity(m, line)
@@ -569,7 +590,8 @@ def _rules_gm(m, seen=None):
         ev.append(Evidence(f"CaH2 + CaH3 = {fmt('cah', cah)} against the giant/dwarf line {line:.2f} for this TiO5: "
                            + (("weak CaH, a giant." if side == "giant" else "deep CaH, a dwarf.") if clear else
                               f"within {_L['cah_band']:.2f} of the line, so CaH alone cannot tell a giant from a dwarf."),
-                           W("CaH 6830, 6975"), ("cah",), _margin(cah, line, 0.08), (f"gravity={side}",) if clear else ()))
+                           W("CaH 6830, 6975"), ("cah",), _margin(cah, line, 0.08),
+                           (f"gravity={side}",) if clear else ()))
     v = _votes(m)
     if "nai" in v:
         ev.append(Evidence(f"Na I 8183/8195 EW {fmt('nai_ew', nai)} Å: " + ("weak, as in a giant." if v["nai"][1] == "giant" else "strong, as in a dwarf."),
@@ -577,13 +599,11 @@ def _rules_gm(m, seen=None):
     if "cat" in v:
         ev.append(Evidence(f"Ca II 8542 + 8662 EW {fmt('cat_ew', cat)} Å: " + ("strong, as in a giant." if v["cat"][1] == "giant" else "weak, as in a dwarf."),
                            W("Ca II triplet"), ("cat_ew",), _margin(cat, _L["cat_giant"], 1.0)))
-    if g is None:
-        ev.append(Evidence("No gravity indicator (CaH, Na I, the Ca II triplet) can be measured here.", None, ()))
-        return Decision("NO", "gm: gravity not covered", "no gravity indicator is covered, so a giant cannot be shown", ev)
-    if not any(f"gravity={g}" in e.claims for e in ev):   # CaH did not decide on its own: say what did
-        ev.append(Evidence(f"So the gravity is a {g}'s: {', '.join(why)}.", None, (), gm_margin, (f"gravity={g}",)))
-    if g == "dwarf":
-        return Decision("NO", "gm: dwarf gravity", f"the gravity is a dwarf's ({', '.join(why)})", ev, ("gravity=dwarf",))
+    return g, why, gm_margin
+
+# %% ../nbs/08a_expert.ipynb #b141b72e
+def _gm_impostors(m, ev, W, why):
+    "The end of G4 for TiO with a giant's gravity: a hot companion, C2 or ZrO make it no M giant."
     be = m["blue_excess"]
     if _ok(be) and be >= _L["wdm_blue"]:
         ev.append(Evidence(f"The blue flux rises again (F4100/F5500 = {fmt('blue_excess', be)}): a hot companion, a WD+M composite.",
@@ -606,6 +626,43 @@ def _rules_gm(m, seen=None):
                        ("c2_4737", "zro")))
     return Decision("YES", "gm: TiO + giant gravity", f"strong TiO with a giant's gravity ({', '.join(why)})", ev,
                     ("tio=strong", "gravity=giant", "class=M giant"))
+
+# %% ../nbs/08a_expert.ipynb #6e59e65a
+def _rules_gm(m, seen=None):
+    "G4: strong TiO with giant gravity (weak CaH, weak Na I, strong Ca II triplet); reject C2, ZrO and a hot companion."
+    W = lambda n: _win("gm", n)
+    t5, tio = m["tio5"], m["tio"]
+    if not _ok(tio) and not _ok(t5):
+        ev = [Evidence("Neither TiO5 nor any of the four TiO heads can be measured: they fall outside the data or in a gap.", None, ())]
+        return Decision("NO", "gm: TiO not covered", "the TiO bands are not covered, so an M type cannot be shown", ev)
+    strong = (_ok(tio) and tio >= _L["tio_m"]) or (not _ok(tio) and _ok(t5) and t5 <= _L["tio5_m"])  # low resolution: TiO5 alone
+    seen = seen or (lambda name: True)   # which guideline windows the data cover (all, when not told)
+    win = next((W(n) for n in ("TiO 7054", "TiO or C2 band heads") if seen(n)), None)
+    if win is None and not strong:   # both TiO windows masked or outside: weak TiO there is no evidence
+        ev = [Evidence("Neither TiO window is covered by the data, so the TiO strength cannot be judged.", None, ())]
+        return Decision("NO", "gm: TiO not covered", "the TiO bands are not covered, so an M type cannot be shown", ev)
+    ev = [Evidence(f"TiO5 = {fmt('tio5', t5)} and the TiO heads (4955, 5449, 6159, 7054 Å) the data cover have median depth {fmt('tio', tio)}: "
+                   + ("strong TiO, as in an M-type star." if strong else "TiO too weak for an M star."),
+                   win, ("tio5", "tio"), _margin(tio, _L["tio_m"], 0.04), ("tio=strong" if strong else "tio=weak",))]
+    if not strong:
+        return Decision("NO", "gm: no TiO", "TiO is too weak for an M type", ev, ("tio=weak",))
+    col = m["color"]
+    if _ok(col) and col >= _L["red"]:   # an M star's continuum is red; a flat or blue one cannot be an M giant's
+        ev.append(Evidence(f"But the continuum is {_shape(col)} (F4500/F7500 = {fmt('color', col)}): far too warm for an M star, so the "
+                           "band depths are not the TiO of an M giant.", None, ("color",),
+                           _margin(col, _L["red"], 0.2), ("temperature=warm",)))
+        return Decision("NO", "gm: continuum too warm", "the continuum is too warm for an M star", ev, ("temperature=warm",))
+    g, why, gm_margin = _gm_gravity(m, ev, W, t5)
+    if g is None:
+        ev.append(Evidence("No gravity indicator (CaH, Na I, the Ca II triplet) can be measured here.", None, ()))
+        return Decision("NO", "gm: gravity not covered",
+                        "no gravity indicator is covered, so a giant cannot be shown", ev)
+    if not any(f"gravity={g}" in e.claims for e in ev):   # CaH did not decide on its own: say what did
+        ev.append(Evidence(f"So the gravity is a {g}'s: {', '.join(why)}.", None, (), gm_margin, (f"gravity={g}",)))
+    if g == "dwarf":
+        return Decision("NO", "gm: dwarf gravity", f"the gravity is a dwarf's ({', '.join(why)})", ev,
+                        ("gravity=dwarf",))
+    return _gm_impostors(m, ev, W, why)
 
 # %% ../nbs/08a_expert.ipynb #05f3f3db
 def _rules_ss(m, seen=None):
@@ -661,6 +718,87 @@ def _cool_continuum(m, limit):
                     "star's metal-line blanketing.", _win("wd", "higher Balmer lines"), ("break4000",), _margin(b, limit, 0.1), ("temperature=cool",))
 
 # %% ../nbs/08a_expert.ipynb #d41c55a0
+def _wd_da(m, ev, W, text, keys):
+    "G5 with broad Balmer lines: \"DA\", or the `Decision` when they are a normal star's or a cool star's."
+    if not _broad(m):
+        ev.append(Evidence(text + ": deep but narrow lines of a normal star (A/F, BHB) or a hot subdwarf.",
+                           W("H-beta"), keys, _broad_margin(m),
+                           ("hydrogen=present", "balmer=narrow")))
+        if _ok(m["cak_abs"]) and m["cak_abs"] >= 1.0:
+            ev.append(Evidence(f"Ca II K has EW {fmt('cak_abs', m['cak_abs'])} Å, a normal-star metal line.",
+                               W("Ca II K/H"), ("cak_abs",)))
+        return Decision("NO", "wd: narrow Balmer", "the Balmer lines are too narrow for a white dwarf's gravity", ev)
+    ev.append(Evidence(text + f", deepest at the centre (core/flank {fmt('hb_core', m['hb_core'])} against 1): pressure-broadened, "
+                       "as in a DA white dwarf.", W("H-beta"), keys + ("hb_core",), _broad_margin(m),
+                       ("hydrogen=present", "balmer=broad")))
+    if _ok(m["hg_width"], m["hg_wing"]):
+        ev.append(Evidence(f"Hγ is as broad: Gaussian FWHM {fmt('hg_width', m['hg_width'])} Å, wing EW {fmt('hg_wing', m['hg_wing'])} Å.",
+                           W("H-gamma"), ("hg_width", "hg_wing")))
+    if _ok(m["balmer_merge"]):
+        ev.append(Evidence(f"The higher Balmer lines merge into a depressed continuum: F3850/F4500 = {fmt('balmer_merge', m['balmer_merge'])}.",
+                           W("higher Balmer lines"), ("balmer_merge",)))
+    cool = _cool_continuum(m, _L["wd_break_da"])
+    if cool or (_ok(m["color"]) and m["color"] < _L["da_color"]):
+        ev.append(cool or Evidence(f"The continuum (F4500/F7500 = {fmt('color', m['color'])}, below {_L['da_color']}) is too cool for Balmer "
+                                   "lines this deep in a white dwarf: a broad depression of a cool star's blanketed spectrum.", None, ("color",),
+                                   _margin(m["color"], _L["da_color"], 0.3), ("temperature=cool",)))
+        return Decision("NO", "wd: cool star",
+                        "the continuum is that of a cool star, not of a white dwarf with Balmer lines", ev,
+                        ("temperature=cool",))
+    return "DA"
+
+# %% ../nbs/08a_expert.ipynb #4706eb68
+def _wd_hydrogen_free(m, ev, W, text, keys):
+    "G5 without hydrogen lines: the subtype (DB, DO, DZ, DQ, DC), or the `Decision` when none can be claimed."
+    ev.append(Evidence(text + ": no significant hydrogen lines.", W("H-beta"), keys,
+                       _margin(m["hb_depth"], _L["balmer_depth"], 0.05),
+                       ("hydrogen=absent",)))
+    if not _ok(m["snr"]):
+        ev.append(Evidence("The noise cannot be estimated where it is measured (outside the data or in a gap), so weak broad lines "
+                           "cannot be excluded and a line-free white dwarf cannot be claimed.", None, ()))
+        return Decision("NO", "wd: noise not covered",
+                        "without a noise estimate a hydrogen-free white dwarf cannot be identified", ev)
+    if not (_ok(m["snr"]) and m["snr"] >= _L["wd_snr"]):
+        ev.append(Evidence(f"At S/N {fmt('snr', m['snr'])} per pixel weak broad lines cannot be excluded, so a line-free white dwarf "
+                           "cannot be claimed.", None, ("snr",), _margin(m["snr"], _L["wd_snr"], 3)))
+        return Decision("NO", "wd: too noisy", "too noisy to identify a hydrogen-free white dwarf", ev)
+    if cool := _cool_continuum(m, _L["wd_break"]):
+        ev.append(cool)
+        return Decision("NO", "wd: cool star", "the continuum of a cool star, not a hydrogen-free white dwarf's", ev,
+                        ("temperature=cool",))
+    if not _ok(m["color"]):   # a gap hides 4500 or 7500 Å: a K star without hydrogen lines cannot be told from a DC/DZ
+        ev.append(Evidence("The continuum colour F4500/F7500 cannot be measured (a band falls outside the data or in a gap), so a "
+                           "cool star cannot be excluded.", None, ()))
+        return Decision("NO", "wd: colour not covered",
+                        "without the continuum colour a hydrogen-free white dwarf cannot be told from a cool star", ev)
+    hei, heii, cak, c2 = m["hei4471_abs"], m["heii4686_abs"], m["cak_abs"], m["c2_4737"]
+    if _has(m, "hei4471_abs", _L["wd_hei"]):
+        sub, e = "DB", Evidence(f"He I 4471 is in broad absorption (EW {fmt('hei4471_abs', hei)} Å) without hydrogen.",
+                                W("He I 4471"), ("hei4471_abs",), _margin(hei, _L["wd_hei"], 0.4))
+    elif _has(m, "heii4686_abs", _L["wd_heii"]):
+        sub, e = "DO", Evidence(f"He II 4686 is in absorption (EW {fmt('heii4686_abs', heii)} Å) without hydrogen.",
+                                W("C2 Swan bands"), ("heii4686_abs",), _margin(heii, _L["wd_heii"], 0.4))
+    elif _has(m, "cak_abs", _L["wd_cak"]):
+        sub, e = "DZ", Evidence(f"Ca II K is the only strong line (EW {fmt('cak_abs', cak)} Å).", W("Ca II K/H"),
+                                ("cak_abs",),
+                                _margin(cak, _L["wd_cak"], 1.0))
+    elif _has(m, "c2_4737", _L["wd_c2"]):
+        sub, e = "DQ", Evidence(f"C2 Swan bands (depth {fmt('c2_4737', c2)} at 4737 Å) on a blue continuum.",
+                                W("C2 Swan bands"),
+                                ("c2_4737",), _margin(c2, _L["wd_c2"], 0.04))
+    elif not _ok(hei) and not _ok(cak):   # "no line" needs at least one of the lines' windows in the data
+        ev.append(Evidence("Neither He I 4471 nor Ca II K can be measured (outside the data, in a gap or too few pixels), so the "
+                           "absence of lines cannot be shown.", None, ()))
+        return Decision("NO", "wd: lines not covered",
+                        "a line-free (DC) white dwarf cannot be shown without its line windows", ev)
+    else:
+        sub, e = "DC", Evidence(f"No line is deeper than a few per cent (He I 4471 EW {fmt('hei4471_abs', hei)} Å, Ca II K EW "
+                                f"{fmt('cak_abs', cak)} Å).", W("He I 4471"), ("hei4471_abs", "cak_abs"), math.inf,
+                                ("lines=absent",))
+    ev.append(e)
+    return sub
+
+# %% ../nbs/08a_expert.ipynb #8b1168d3
 def _rules_wd(m, seen=None):
     "G5: very broad Balmer lines (DA), or broad He I (DB), He II (DO), Ca II (DZ), C2 (DQ) or no lines (DC) on a blue continuum."
     W = lambda n: _win("wd", n)
@@ -673,78 +811,25 @@ def _rules_wd(m, seen=None):
             ev.append(Evidence(f"{name} has an emission component (EW {fmt(k + '_ew', m[k + '_ew'])} Å, core/flank "
                                f"{fmt(k + '_core', m[k + '_core'])} above 1).", W("H-beta") if k == "hb" else None,
                                (k + "_ew", k + "_core"), _margin(m[k + "_core_sig"], _L["core_sig"], 2)))
-            return Decision("NO", "wd: emission", "emission lines mark a CV, a WD+dM pair or a quasar, not a single white dwarf", ev)
+            return Decision("NO", "wd: emission",
+                            "emission lines mark a CV, a WD+dM pair or a quasar, not a single white dwarf", ev)
     if _has(m, "mgb_ew", _L["wd_mgb"]) or _has(m, "nad_ew", _L["wd_nad"]):
         ev.append(Evidence(f"Mg b has EW {fmt('mgb_ew', m['mgb_ew'])} Å and Na D {fmt('nad_ew', m['nad_ew'])} Å: the metal lines of an F, G or K "
                            "star's atmosphere, which no white dwarf shows this strong.", None, ("mgb_ew", "nad_ew"),
-                           min(_margin(m["mgb_ew"], _L["wd_mgb"], 1.0), _margin(m["nad_ew"], _L["wd_nad"], 1.0)), ("metal lines=strong",)))
-        return Decision("NO", "wd: metal lines", "strong Mg b and Na D mark an F, G or K main-sequence or giant star", ev)
+                           min(_margin(m["mgb_ew"], _L["wd_mgb"], 1.0), _margin(m["nad_ew"], _L["wd_nad"], 1.0)),
+                           ("metal lines=strong",)))
+        return Decision("NO", "wd: metal lines",
+                        "strong Mg b and Na D mark an F, G or K main-sequence or giant star", ev)
     text, keys = _balmer_text(m)
     if not _ok(m["hb_depth"], m["hb_dsig"]) or not (seen or (lambda n: True))("H-beta"):   # Hβ outside the data or in a gap
         ev.append(Evidence("Hβ cannot be measured (it falls outside the data or in a gap), so the hydrogen lines cannot be judged.", None, ()))
-        return Decision("NO", "wd: Hβ not covered", "without Hβ neither a DA nor a hydrogen-free white dwarf can be shown", ev)
+        return Decision("NO", "wd: Hβ not covered",
+                        "without Hβ neither a DA nor a hydrogen-free white dwarf can be shown", ev)
     if _ok(m["hb_depth"], m["hb_dsig"]) and m["hb_depth"] >= _L["balmer_depth"] and m["hb_dsig"] >= _L["balmer_dsig"]:
-        if not _broad(m):
-            ev.append(Evidence(text + ": deep but narrow lines of a normal star (A/F, BHB) or a hot subdwarf.", W("H-beta"), keys, _broad_margin(m),
-                               ("hydrogen=present", "balmer=narrow")))
-            if _ok(m["cak_abs"]) and m["cak_abs"] >= 1.0:
-                ev.append(Evidence(f"Ca II K has EW {fmt('cak_abs', m['cak_abs'])} Å, a normal-star metal line.", W("Ca II K/H"), ("cak_abs",)))
-            return Decision("NO", "wd: narrow Balmer", "the Balmer lines are too narrow for a white dwarf's gravity", ev)
-        ev.append(Evidence(text + f", deepest at the centre (core/flank {fmt('hb_core', m['hb_core'])} against 1): pressure-broadened, "
-                           "as in a DA white dwarf.", W("H-beta"), keys + ("hb_core",), _broad_margin(m), ("hydrogen=present", "balmer=broad")))
-        if _ok(m["hg_width"], m["hg_wing"]):
-            ev.append(Evidence(f"Hγ is as broad: Gaussian FWHM {fmt('hg_width', m['hg_width'])} Å, wing EW {fmt('hg_wing', m['hg_wing'])} Å.",
-                               W("H-gamma"), ("hg_width", "hg_wing")))
-        if _ok(m["balmer_merge"]):
-            ev.append(Evidence(f"The higher Balmer lines merge into a depressed continuum: F3850/F4500 = {fmt('balmer_merge', m['balmer_merge'])}.",
-                               W("higher Balmer lines"), ("balmer_merge",)))
-        cool = _cool_continuum(m, _L["wd_break_da"])
-        if cool or (_ok(m["color"]) and m["color"] < _L["da_color"]):
-            ev.append(cool or Evidence(f"The continuum (F4500/F7500 = {fmt('color', m['color'])}, below {_L['da_color']}) is too cool for Balmer "
-                                       "lines this deep in a white dwarf: a broad depression of a cool star's blanketed spectrum.", None, ("color",),
-                                       _margin(m["color"], _L["da_color"], 0.3), ("temperature=cool",)))
-            return Decision("NO", "wd: cool star", "the continuum is that of a cool star, not of a white dwarf with Balmer lines", ev,
-                            ("temperature=cool",))
-        sub = "DA"
+        sub = _wd_da(m, ev, W, text, keys)
     else:
-        ev.append(Evidence(text + ": no significant hydrogen lines.", W("H-beta"), keys, _margin(m["hb_depth"], _L["balmer_depth"], 0.05),
-                           ("hydrogen=absent",)))
-        if not _ok(m["snr"]):
-            ev.append(Evidence("The noise cannot be estimated where it is measured (outside the data or in a gap), so weak broad lines "
-                               "cannot be excluded and a line-free white dwarf cannot be claimed.", None, ()))
-            return Decision("NO", "wd: noise not covered", "without a noise estimate a hydrogen-free white dwarf cannot be identified", ev)
-        if not (_ok(m["snr"]) and m["snr"] >= _L["wd_snr"]):
-            ev.append(Evidence(f"At S/N {fmt('snr', m['snr'])} per pixel weak broad lines cannot be excluded, so a line-free white dwarf "
-                               "cannot be claimed.", None, ("snr",), _margin(m["snr"], _L["wd_snr"], 3)))
-            return Decision("NO", "wd: too noisy", "too noisy to identify a hydrogen-free white dwarf", ev)
-        if cool := _cool_continuum(m, _L["wd_break"]):
-            ev.append(cool)
-            return Decision("NO", "wd: cool star", "the continuum of a cool star, not a hydrogen-free white dwarf's", ev, ("temperature=cool",))
-        if not _ok(m["color"]):   # a gap hides 4500 or 7500 Å: a K star without hydrogen lines cannot be told from a DC/DZ
-            ev.append(Evidence("The continuum colour F4500/F7500 cannot be measured (a band falls outside the data or in a gap), so a "
-                               "cool star cannot be excluded.", None, ()))
-            return Decision("NO", "wd: colour not covered", "without the continuum colour a hydrogen-free white dwarf cannot be told from a cool star", ev)
-        hei, heii, cak, c2 = m["hei4471_abs"], m["heii4686_abs"], m["cak_abs"], m["c2_4737"]
-        if _has(m, "hei4471_abs", _L["wd_hei"]):
-            sub, e = "DB", Evidence(f"He I 4471 is in broad absorption (EW {fmt('hei4471_abs', hei)} Å) without hydrogen.",
-                                    W("He I 4471"), ("hei4471_abs",), _margin(hei, _L["wd_hei"], 0.4))
-        elif _has(m, "heii4686_abs", _L["wd_heii"]):
-            sub, e = "DO", Evidence(f"He II 4686 is in absorption (EW {fmt('heii4686_abs', heii)} Å) without hydrogen.",
-                                    W("C2 Swan bands"), ("heii4686_abs",), _margin(heii, _L["wd_heii"], 0.4))
-        elif _has(m, "cak_abs", _L["wd_cak"]):
-            sub, e = "DZ", Evidence(f"Ca II K is the only strong line (EW {fmt('cak_abs', cak)} Å).", W("Ca II K/H"), ("cak_abs",),
-                                    _margin(cak, _L["wd_cak"], 1.0))
-        elif _has(m, "c2_4737", _L["wd_c2"]):
-            sub, e = "DQ", Evidence(f"C2 Swan bands (depth {fmt('c2_4737', c2)} at 4737 Å) on a blue continuum.", W("C2 Swan bands"),
-                                    ("c2_4737",), _margin(c2, _L["wd_c2"], 0.04))
-        elif not _ok(hei) and not _ok(cak):   # "no line" needs at least one of the lines' windows in the data
-            ev.append(Evidence("Neither He I 4471 nor Ca II K can be measured (outside the data, in a gap or too few pixels), so the "
-                               "absence of lines cannot be shown.", None, ()))
-            return Decision("NO", "wd: lines not covered", "a line-free (DC) white dwarf cannot be shown without its line windows", ev)
-        else:
-            sub, e = "DC", Evidence(f"No line is deeper than a few per cent (He I 4471 EW {fmt('hei4471_abs', hei)} Å, Ca II K EW "
-                                    f"{fmt('cak_abs', cak)} Å).", W("He I 4471"), ("hei4471_abs", "cak_abs"), math.inf, ("lines=absent",))
-        ev.append(e)
+        sub = _wd_hydrogen_free(m, ev, W, text, keys)
+    if isinstance(sub, Decision): return sub
     rr, t = m["red_rise"], m["tio_red"]
     if _ok(rr):
         comp = _companion(m)
@@ -752,8 +837,10 @@ def _rules_wd(m, seen=None):
                            "blackbody with the same blue colour, and the red TiO heads (6159/7054/8432 Å) have mean depth "
                            f"{fmt('tio_red', t)} ± {fmt('tio_red_err', m['tio_red_err'])}: "
                            + ("the flux rises again or TiO appears: an M-dwarf companion." if comp else "no M-dwarf companion."),
-                           W("TiO of an M companion"), ("red_rise", "red_excess", "tio_red", "tio_red_err"), _margin(m["red_excess"], _L["wdm_excess"], 0.1)))
-        if comp: return Decision("NO", "wd: M companion", "an M-dwarf companion makes this a WD+dM pair, not a single white dwarf", ev)
+                           W("TiO of an M companion"), ("red_rise", "red_excess", "tio_red", "tio_red_err"),
+                           _margin(m["red_excess"], _L["wdm_excess"], 0.1)))
+        if comp: return Decision("NO", "wd: M companion",
+                                 "an M-dwarf companion makes this a WD+dM pair, not a single white dwarf", ev)
     return Decision("YES", f"wd: {sub}", f"the spectrum is that of a {sub} white dwarf", ev, ("class=white dwarf",))
 
 # %% ../nbs/08a_expert.ipynb #00c9d91b
@@ -933,6 +1020,7 @@ def _overview(m, ends=(), gaps=(), hidden=()):
     return (f"Overview: the continuum is {_shape(c)} (F4500/F7500 = {fmt('color', c)}), {snr}, {z}; "
             f"the data cover {lo:.0f}–{hi:.0f} Å in the rest frame{gap}.")
 
+# %% ../nbs/08a_expert.ipynb #0a1c115d
 def expert_record(spectrum:Spectrum, # the spectrum (observed frame, with its redshift)
                   task:str, # task key
                   m:dict|None=None # its `measurements`, when already made (several tasks, one spectrum)
@@ -944,7 +1032,8 @@ def expert_record(spectrum:Spectrum, # the spectrum (observed frame, with its re
     ends = (float(w[0]), float(w[-1])) if len(w) else ()
     gaps = data_gaps(spectrum)
     hidden = [TASKS[task].windows[i][2] for i in hidden_windows(task, cov, gaps)]
-    return dict(task=task, id=spectrum.meta.get("id"), m=m, covered=cov, decision=decide(task, m, cov), ends=ends, gaps=gaps,
+    return dict(task=task, id=spectrum.meta.get("id"), m=m, covered=cov, decision=decide(task, m, cov),
+                ends=ends, gaps=gaps,
                 hidden=hidden, overview=_overview(m, ends, gaps, _said(hidden, ends)))
 
 def _said(names, ends=()):
@@ -1033,50 +1122,57 @@ class ScriptedExpertPolicy(Policy):
             st = ep.meta["expert"] = dict(rec, plan=plan, k=0, zoomed=[])
         return st
 
-    def _next(self, ep):
-        st = self._state(ep)
-        d, plan, k, task = st["decision"], st["plan"], st["k"], TASKS[ep.task]
-        ends, zoomed = st["ends"], st["zoomed"]   # wavelengths may be cited inside zoomed windows and at the data's ends
-        calling = k < len(plan) and ep.n_tool_calls < ep.max_tool_calls
-        if k > 0 and _last_tool_error(ep) and plan[k - 1] in zoomed: zoomed.remove(plan[k - 1])   # a failed zoom showed nothing
-        if calling: zoomed.append(plan[k])                                   # the window this turn asks for
-        wins = [(max(lo, ends[0]), min(hi, ends[1])) if ends else (lo, hi) for lo, hi, _ in (task.windows[i] for i in zoomed)]
-        cite = lambda texts: [_scrub(x, wins, ends) for x in texts]
-        def where(i):   # a window as the tool draws it: clipped to the data, whose ends its axis shows
-            lo, hi, name = task.windows[i]
-            a, b = (max(lo, ends[0]), min(hi, ends[1])) if ends else (lo, hi)
-            f = lambda x, edge: f"{x:g}" if x == edge else f"{x:.0f}"
-            return f"{f(a, lo)}–{f(b, hi)} Å ({_scrub(name, wins, ends)})"
-        if k == 0: said = cite([st["overview"]]) + cite(e.text for e in d.evidence if e.window is None)
-        else:
-            err = _last_tool_error(ep)
-            said = [f"The zoom on {where(plan[k - 1])}" + (f" failed ({err}); I read the arrays instead:" if err else " shows:")]
-            said += cite(e.text for e in d.evidence if e.window == plan[k - 1])
-        if calling:
-            lo, hi, name = task.windows[plan[k]]
-            st["k"] += 1
-            said.append(f"Next I zoom into {where(plan[k])}.")
-            return "<think>" + " ".join(said) + "</think>\n" + _call(lo, hi, name)
-        unseen = cite(e.text for e in d.evidence if e.window is not None and e.window not in plan[:k])
-        if unseen: said += ["Without zooming, the arrays also show:"] + unseen
-        verdict, conclusion = self._verdict(ep, d)
-        said += cite([conclusion])
-        return "<think>" + " ".join(said) + f"</think>\n<answer>\\boxed{{{verdict}}}</answer>"
+# %% ../nbs/08a_expert.ipynb #c99ba696
+def _next(self:ScriptedExpertPolicy, ep):
+    st = self._state(ep)
+    d, plan, k, task = st["decision"], st["plan"], st["k"], TASKS[ep.task]
+    ends, zoomed = st["ends"], st["zoomed"]   # wavelengths may be cited inside zoomed windows and at the data's ends
+    calling = k < len(plan) and ep.n_tool_calls < ep.max_tool_calls
+    if k > 0 and _last_tool_error(ep) and plan[k - 1] in zoomed: zoomed.remove(plan[k - 1])   # a failed zoom showed nothing
+    if calling: zoomed.append(plan[k])                                   # the window this turn asks for
+    wins = [(max(lo, ends[0]), min(hi, ends[1])) if ends else (lo, hi) for lo, hi, _ in (task.windows[i] for i in zoomed)]
+    cite = lambda texts: [_scrub(x, wins, ends) for x in texts]
+    def where(i):   # a window as the tool draws it: clipped to the data, whose ends its axis shows
+        lo, hi, name = task.windows[i]
+        a, b = (max(lo, ends[0]), min(hi, ends[1])) if ends else (lo, hi)
+        f = lambda x, edge: f"{x:g}" if x == edge else f"{x:.0f}"
+        return f"{f(a, lo)}–{f(b, hi)} Å ({_scrub(name, wins, ends)})"
+    if k == 0: said = cite([st["overview"]]) + cite(e.text for e in d.evidence if e.window is None)
+    else:
+        err = _last_tool_error(ep)
+        said = [f"The zoom on {where(plan[k - 1])}" + (f" failed ({err}); I read the arrays instead:" if err else " shows:")]
+        said += cite(e.text for e in d.evidence if e.window == plan[k - 1])
+    if calling:
+        lo, hi, name = task.windows[plan[k]]
+        st["k"] += 1
+        said.append(f"Next I zoom into {where(plan[k])}.")
+        return "<think>" + " ".join(said) + "</think>\n" + _call(lo, hi, name)
+    unseen = cite(e.text for e in d.evidence if e.window is not None and e.window not in plan[:k])
+    if unseen: said += ["Without zooming, the arrays also show:"] + unseen
+    verdict, conclusion = self._verdict(ep, d)
+    said += cite([conclusion])
+    return "<think>" + " ".join(said) + f"</think>\n<answer>\\boxed{{{verdict}}}</answer>"
 
-    def _verdict(self, ep, d):
-        "The answer and the concluding sentence; in guided mode a marginal deciding criterion yields to the label."
-        cls = TASKS[ep.task].name
-        text = lambda v, why: f"Conclusion: {why}, so this {'is' if v == 'YES' else 'is not'} a {cls}."
-        if not (self.guided and ep.truth in ("YES", "NO") and ep.truth != d.verdict):
-            return d.verdict, text(d.verdict, d.reason)
-        crit = min(d.evidence, key=lambda e: e.margin)
-        if crit.margin <= self.guided_margin:
-            why = (f"{d.reason}, but that rests on a marginal measurement ({crit.text.rstrip('.')}), within its uncertainty "
-                   f"of the limit; weighing the rest of the evidence")
-            return ep.truth, text(ep.truth, why)
-        self.disagreements[ep.sample_id] = dict(rule=d.rule, measured=d.verdict, label=ep.truth, margin=round(crit.margin, 2))
-        ep.meta["expert"]["disagrees"] = True
+ScriptedExpertPolicy._next = _next
+
+# %% ../nbs/08a_expert.ipynb #42ec7081
+def _verdict(self:ScriptedExpertPolicy, ep, d):
+    "The answer and the concluding sentence; in guided mode a marginal deciding criterion yields to the label."
+    cls = TASKS[ep.task].name
+    text = lambda v, why: f"Conclusion: {why}, so this {'is' if v == 'YES' else 'is not'} a {cls}."
+    if not (self.guided and ep.truth in ("YES", "NO") and ep.truth != d.verdict):
         return d.verdict, text(d.verdict, d.reason)
+    crit = min(d.evidence, key=lambda e: e.margin)
+    if crit.margin <= self.guided_margin:
+        why = (f"{d.reason}, but that rests on a marginal measurement ({crit.text.rstrip('.')}), within its uncertainty "
+               f"of the limit; weighing the rest of the evidence")
+        return ep.truth, text(ep.truth, why)
+    self.disagreements[ep.sample_id] = dict(rule=d.rule, measured=d.verdict, label=ep.truth,
+                                            margin=round(crit.margin, 2))
+    ep.meta["expert"]["disagrees"] = True
+    return d.verdict, text(d.verdict, d.reason)
+
+ScriptedExpertPolicy._verdict = _verdict
 
 # %% ../nbs/08a_expert.ipynb #7c1a0a02
 CONFLICTS = (  # claims that cannot both hold in one trajectory (besides two values of one topic)

@@ -112,6 +112,7 @@ def bars(ax, # the axes to draw on
     ax.set(xlabel=None)
     return ax
 
+# %% ../nbs/11e_figures.ipynb #47ab4cda
 def legend_outside(ax, # axes whose legend moves
                    where="right", # "right" of the axes or "below" them
                    **kw):

@@ -227,51 +227,60 @@ class HFPolicy(Policy):
         self._setup_stops()
         self.stats = dict(calls=0, episodes=0, prompt_tokens=0, new_tokens=0, encode_s=0.0, generate_s=0.0)
 
-    def _setup_stops(self):
-        "End-of-turn ids, and `</tool_call>` as a stop id (or a stop string when it is not one token)."
-        tok, cfg_eos = self.tokenizer, self.model.generation_config.eos_token_id
-        ids = {tok.eos_token_id, tok.pad_token_id, tok.convert_tokens_to_ids("<|im_end|>"), tok.convert_tokens_to_ids("<|endoftext|>")}
-        ids |= set(cfg_eos if isinstance(cfg_eos, (list, tuple)) else [cfg_eos])
-        ids.discard(None); ids.discard(tok.unk_token_id)
-        self.end_ids = sorted(i for i in ids if isinstance(i, int))
-        self.call_end_id = _single_id(tok, "</tool_call>")
-        self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else self.end_ids[0]
-        self.drop_ids = _special_ids(tok)
+# %% ../nbs/08b_hf.ipynb #a8a5995b
+def _setup_stops(self:HFPolicy):
+    "End-of-turn ids, and `</tool_call>` as a stop id (or a stop string when it is not one token)."
+    tok, cfg_eos = self.tokenizer, self.model.generation_config.eos_token_id
+    ids = {tok.eos_token_id, tok.pad_token_id, tok.convert_tokens_to_ids("<|im_end|>"),
+           tok.convert_tokens_to_ids("<|endoftext|>")}
+    ids |= set(cfg_eos if isinstance(cfg_eos, (list, tuple)) else [cfg_eos])
+    ids.discard(None); ids.discard(tok.unk_token_id)
+    self.end_ids = sorted(i for i in ids if isinstance(i, int))
+    self.call_end_id = _single_id(tok, "</tool_call>")
+    self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else self.end_ids[0]
+    self.drop_ids = _special_ids(tok)
 
-    def describe(self):
-        return dict(name=self.name, model=self.model_id, dtype=str(self.dtype).removeprefix("torch."), device=str(self.device),
-                    do_sample=self.do_sample, temperature=self.temperature if self.do_sample else None,
-                    top_p=self.top_p if self.do_sample else None, max_new_tokens=self.max_new_tokens,
-                    seed=self.seed, template=self.template_kind, batch_size=self.batch_size,
-                    force=getattr(self.force, "__name__", "force") if self.force else None, keep_plots=self.keep_plots,
-                    prompt=self.prompt)
+def _describe(self:HFPolicy):
+    return dict(name=self.name, model=self.model_id, dtype=str(self.dtype).removeprefix("torch."),
+                device=str(self.device),
+                do_sample=self.do_sample, temperature=self.temperature if self.do_sample else None,
+                top_p=self.top_p if self.do_sample else None, max_new_tokens=self.max_new_tokens,
+                seed=self.seed, template=self.template_kind, batch_size=self.batch_size,
+                force=getattr(self.force, "__name__", "force") if self.force else None, keep_plots=self.keep_plots,
+                prompt=self.prompt)
 
-    def render(self, messages) -> str:
-        "The text the model reads for `messages`, ending with the assistant header."
-        return self.processor.apply_chat_template(messages, chat_template=self.template, tokenize=False, add_generation_prompt=True)
+def _render(self:HFPolicy, messages) -> str:
+    "The text the model reads for `messages`, ending with the assistant header."
+    return self.processor.apply_chat_template(messages, chat_template=self.template, tokenize=False,
+                                              add_generation_prompt=True)
 
-    def _encode(self, ep):
-        "One episode as model inputs (a dict of tensors with a batch dimension of 1)."
-        messages = newest_plots(ep.messages, self.keep_plots)
-        images = _images(messages, ep.sample_id)
-        enc = self.processor(text=[self.render(messages)], images=images or None, return_tensors="pt")
-        n = enc["input_ids"].shape[1]
-        if n >= self.max_length:
-            raise ValueError(f"{ep.sample_id}: the conversation is {n} tokens long, beyond the context of {self.max_length} tokens")
-        return enc
+HFPolicy._setup_stops, HFPolicy.describe, HFPolicy.render = _setup_stops, _describe, _render
 
-    def act(self, episodes):
-        out, ready = [None] * len(episodes), []
-        t0 = time.perf_counter()
-        for i, ep in enumerate(episodes):
-            try: ready.append((i, ep, self._encode(ep)))
-            except Exception as e: out[i] = e
-        self.stats["encode_s"] += time.perf_counter() - t0
-        for k in range(0, len(ready), self.batch_size):
-            chunk = ready[k:k + self.batch_size]
-            for (i, _, _), text in zip(chunk, self._generate_safe(chunk)): out[i] = text
-        self.stats["calls"] += 1; self.stats["episodes"] += len(episodes)
-        return out
+# %% ../nbs/08b_hf.ipynb #08af7fa3
+def _encode(self:HFPolicy, ep):
+    "One episode as model inputs (a dict of tensors with a batch dimension of 1)."
+    messages = newest_plots(ep.messages, self.keep_plots)
+    images = _images(messages, ep.sample_id)
+    enc = self.processor(text=[self.render(messages)], images=images or None, return_tensors="pt")
+    n = enc["input_ids"].shape[1]
+    if n >= self.max_length:
+        raise ValueError(f"{ep.sample_id}: the conversation is {n} tokens long, beyond the context of {self.max_length} tokens")
+    return enc
+
+def _act(self:HFPolicy, episodes):
+    out, ready = [None] * len(episodes), []
+    t0 = time.perf_counter()
+    for i, ep in enumerate(episodes):
+        try: ready.append((i, ep, self._encode(ep)))
+        except Exception as e: out[i] = e
+    self.stats["encode_s"] += time.perf_counter() - t0
+    for k in range(0, len(ready), self.batch_size):
+        chunk = ready[k:k + self.batch_size]
+        for (i, _, _), text in zip(chunk, self._generate_safe(chunk)): out[i] = text
+    self.stats["calls"] += 1; self.stats["episodes"] += len(episodes)
+    return out
+
+HFPolicy._encode, HFPolicy.act = _encode, _act
 
 # %% ../nbs/08b_hf.ipynb #5ac67506
 def _collate(encs, pad_id):
@@ -295,7 +304,8 @@ def _batch_seed(seed, episodes):
 
 def _generation_config(self, n_prompt):
     "Every decoding setting spelled out, so the checkpoint's generation_config.json cannot add its own."
-    sample = dict(temperature=self.temperature, top_p=self.top_p) if self.do_sample else dict(temperature=1.0, top_p=1.0)
+    sample = dict(temperature=self.temperature,
+                  top_p=self.top_p) if self.do_sample else dict(temperature=1.0, top_p=1.0)
     stops = self.end_ids + ([self.call_end_id] if self.call_end_id is not None else [])
     if self.do_sample: sample["top_k"] = 0  # off: a checkpoint's top_k=1 would make sampling greedy
     return GenerationConfig(do_sample=self.do_sample, repetition_penalty=1.0, num_beams=1,
@@ -313,6 +323,7 @@ def _decode(self, ids):
         text = text[:text.index("</tool_call>") + len("</tool_call>")]
     return _MARKUP.sub("", text)
 
+# %% ../nbs/08b_hf.ipynb #df23dee2
 def _generate(self, chunk):
     "Generate the next message for a chunk of (index, episode, encoding); returns texts."
     if self.device.type == "cpu": share_cores()  # every core when the plan runs this alone
@@ -346,6 +357,7 @@ def _forced_ids(self, ep):
     text = self.force(ep)
     return self.tokenizer.encode(text, add_special_tokens=False) if text else []
 
+# %% ../nbs/08b_hf.ipynb #c0a88ec3
 class ForceTokens(LogitsProcessor):
     "Constrained decoding: row r may only write forced[r][k] as its k-th new token, while k < len(forced[r])."
     def __init__(self, forced, n_prompt): self.forced, self.n_prompt = forced, n_prompt

@@ -61,6 +61,7 @@ Reply with one JSON object and nothing else."""
 SCORE_FORM = '{"coherence": <0-5>, "physical_consistency": <0-5>, "rationale": "<one or two sentences>"}'
 PAIR_FORM = '{"preference": "A" | "B" | "tie", "rationale": "<one or two sentences>"}'
 
+# %% ../nbs/11c_judge.ipynb #32e1970b
 def _facts_text(values):
     "Measured indices as lines 'name = value' (finite values only), or ''."
     if not values: return ""

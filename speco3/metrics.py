@@ -45,6 +45,7 @@ def _where(df, i):
     sid = df["sample_id"].iloc[i] if "sample_id" in df.columns else None
     return f"row {df.index[i]!r}" + (f" (sample_id {sid!r})" if not _missing(sid) else "")
 
+# %% ../nbs/11_metrics.ipynb #ed95c5b9
 def _checked(df):
     "A copy of a predictions frame with labels normalised, or a ValueError saying what is wrong and where."
     if not isinstance(df, pd.DataFrame):
@@ -106,6 +107,7 @@ def tool_fields(rec # a trajectory-like dict
     elif calls is not None: out["windows"] = [w for w in map(_window, calls) if w is not None]
     return out
 
+# %% ../nbs/11_metrics.ipynb #1fdb35b2
 def _window(call):
     "A call's [lo, hi] from arguments.wavelength_range, or None (full view, or not two numbers)."
     args = call.get("arguments") if isinstance(call, dict) else None
@@ -126,6 +128,7 @@ def _strict(rec):
         return exact_answer([str(t.get("text") or "") for t in turns])
     return _get(rec, "prediction")
 
+# %% ../nbs/11_metrics.ipynb #7aece37d
 def predictions_frame(records # trajectory-like dicts: task, truth/ground_truth, prediction, format_ok, tool calls, ...
                      ) -> pd.DataFrame:
     "A checked predictions frame (one row per record) from trajectory-like dicts."
@@ -253,6 +256,43 @@ class Evaluation:
                            left_out=self.left_out))
 
 # %% ../nbs/11_metrics.ipynb #22cb8007
+def _task_row(g, t, n_boot, seed, level):
+    "One task's row of `Evaluation.per_task` (strict and lenient readings), and its bootstrap replicates."
+    c = _cells(g.truth, g.prediction)
+    r = _replicates(c, n_boot, seed, t)
+    acc, p, rec, f1 = (float(x) for x in _scores(c))
+    racc, _, _, rf1 = _scores(r)
+    (alo, ahi), (flo, fhi) = _interval(racc, level), _interval(rf1, level)
+    lenient = (float(x) for x in np.take(_scores(_cells(g.truth, g.lenient_prediction)), [0, 3]))
+    row = dict(task=t, n=int(c.sum()), n_pos=int(c[0] + c[1]), n_pred_pos=int((g.prediction == "YES").sum()),
+               tp=int(c[0]), fn=int(c[1]), fp=int(c[2]), tn=int(c[3]),
+               acc=acc, acc_lo=alo, acc_hi=ahi,
+               precision=p, recall=rec, f1=f1, f1_lo=flo, f1_hi=fhi,
+               format_ok_rate=_rate(g["format_ok"]) if "format_ok" in g else np.nan,
+               no_answer_rate=float(g.prediction.isna().mean()), note=_note(c),
+               **dict(zip(("lenient_acc", "lenient_f1"), lenient)))
+    return row, r
+
+# %% ../nbs/11_metrics.ipynb #49301878
+def _summary_of(d, pt, reps, used, level):
+    "The summary of `evaluate`: macro and overall scores with their intervals, the rates, the lenient reading."
+    reps = np.stack(reps, axis=1)  # [n_boot, n_tasks, 4]
+    racc, _, _, rf1 = _scores(reps)
+    rall = reps[..., [0, 3]].sum(axis=(1, 2)) / len(d)
+    s = dict(n=len(d), n_tasks=len(used), macro_f1=float(pt.f1.mean()), macro_acc=float(pt.acc.mean()),
+             overall_acc=float((pt.tp + pt.tn).sum() / pt.n.sum()),
+             macro_precision=float(pt.precision.mean()), macro_recall=float(pt.recall.mean()))
+    for k, r in [("macro_f1", rf1.mean(axis=1)), ("macro_acc", racc.mean(axis=1)), ("overall_acc", rall)]:
+        s[f"{k}_lo"], s[f"{k}_hi"] = _interval(r, level)
+    s["format_ok_rate"] = _rate(d["format_ok"]) if "format_ok" in d else np.nan
+    s["no_answer_rate"] = float(d.prediction.isna().mean())
+    s.update(reading="strict: exact \\boxed{YES}/\\boxed{NO}", lenient_macro_f1=float(pt.lenient_f1.mean()),
+             lenient_macro_acc=float(pt.lenient_acc.mean()),
+             lenient_overall_acc=float((d.lenient_prediction == d.truth).mean()))
+    if "confidence" in d.columns: s.update(_confidence_summary(d))
+    return s
+
+# %% ../nbs/11_metrics.ipynb #7a4d8afd
 def evaluate(df,            # predictions frame (see `predictions_frame`)
              tasks=None,    # task keys to evaluate and average over; None: every task in the frame
              n_boot=1000,   # bootstrap replicates for the intervals; 0 skips them
@@ -262,7 +302,8 @@ def evaluate(df,            # predictions frame (see `predictions_frame`)
              left_out=None  # what was left out before this frame (`split_scored`); rows of tasks not asked for are added
             ) -> Evaluation:
     "Per-task and macro metrics of one policy's predictions, with stratified bootstrap intervals."
-    if not (isinstance(n_boot, (int, np.integer)) and n_boot >= 0): raise ValueError(f"n_boot={n_boot!r}: need an int >= 0")
+    if not (isinstance(n_boot,
+                       (int, np.integer)) and n_boot >= 0): raise ValueError(f"n_boot={n_boot!r}: need an int >= 0")
     if not (isinstance(seed, (int, np.integer)) and seed >= 0): raise ValueError(f"seed={seed!r}: need an int >= 0")
     if not 0 < level < 1: raise ValueError(f"level={level!r}: need a coverage strictly between 0 and 1, e.g. 0.95")
     d = _checked(df)
@@ -277,34 +318,10 @@ def evaluate(df,            # predictions frame (see `predictions_frame`)
     if "strict_prediction" in d.columns: d = d.assign(prediction=d.strict_prediction)  # the paper's reading is the primary one
     rows, reps = [], []
     for t in used:
-        g = d[d.task == t]
-        c = _cells(g.truth, g.prediction)
-        r = _replicates(c, n_boot, seed, t)
-        acc, p, rec, f1 = (float(x) for x in _scores(c))
-        racc, _, _, rf1 = _scores(r)
-        (alo, ahi), (flo, fhi) = _interval(racc, level), _interval(rf1, level)
-        rows.append(dict(task=t, n=int(c.sum()), n_pos=int(c[0] + c[1]), n_pred_pos=int((g.prediction == "YES").sum()),
-                         tp=int(c[0]), fn=int(c[1]), fp=int(c[2]), tn=int(c[3]),
-                         acc=acc, acc_lo=alo, acc_hi=ahi,
-                         precision=p, recall=rec, f1=f1, f1_lo=flo, f1_hi=fhi,
-                         format_ok_rate=_rate(g["format_ok"]) if "format_ok" in g else np.nan,
-                         no_answer_rate=float(g.prediction.isna().mean()), note=_note(c),
-                         **dict(zip(("lenient_acc", "lenient_f1"), (float(x) for x in np.take(_scores(_cells(g.truth, g.lenient_prediction)), [0, 3]))))))
-        reps.append(r)
+        row, r = _task_row(d[d.task == t], t, n_boot, seed, level)
+        rows.append(row); reps.append(r)
     pt = pd.DataFrame(rows)
-    reps = np.stack(reps, axis=1)  # [n_boot, n_tasks, 4]
-    racc, _, _, rf1 = _scores(reps)
-    rall = reps[..., [0, 3]].sum(axis=(1, 2)) / len(d)
-    s = dict(n=len(d), n_tasks=len(used), macro_f1=float(pt.f1.mean()), macro_acc=float(pt.acc.mean()),
-             overall_acc=float((pt.tp + pt.tn).sum() / pt.n.sum()),
-             macro_precision=float(pt.precision.mean()), macro_recall=float(pt.recall.mean()))
-    for k, r in [("macro_f1", rf1.mean(axis=1)), ("macro_acc", racc.mean(axis=1)), ("overall_acc", rall)]:
-        s[f"{k}_lo"], s[f"{k}_hi"] = _interval(r, level)
-    s["format_ok_rate"] = _rate(d["format_ok"]) if "format_ok" in d else np.nan
-    s["no_answer_rate"] = float(d.prediction.isna().mean())
-    s.update(reading="strict: exact \\boxed{YES}/\\boxed{NO}", lenient_macro_f1=float(pt.lenient_f1.mean()),
-             lenient_macro_acc=float(pt.lenient_acc.mean()), lenient_overall_acc=float((d.lenient_prediction == d.truth).mean()))
-    if "confidence" in d.columns: s.update(_confidence_summary(d))
+    s = _summary_of(d, pt, reps, used, level)
     has_tools = guidelines is not None or {"n_tool_calls", "windows"} & set(d.columns)
     tools = tool_stats(d, guidelines) if has_tools else None
     return Evaluation(per_task=pt, summary=s, tasks=used, missing=[t for t in wanted if t not in present],

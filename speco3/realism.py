@@ -330,16 +330,20 @@ def paired(ax, table, labels, name, title, ylim=None):
             if not len(v): continue
             ax.boxplot(v, positions=[k + dx], widths=0.3, showfliers=False, patch_artist=True,
                        boxprops=dict(facecolor=COL[origin], alpha=0.35), medianprops=dict(color=COL[origin]))
-            if origin == "real": ax.plot(k + dx + np.random.default_rng(k).uniform(-0.08, 0.08, len(v)), v, ".", ms=3, color=COL[origin])
+            if origin == "real": ax.plot(k + dx + np.random.default_rng(k).uniform(-0.08, 0.08, len(v)), v, ".", ms=3,
+                                         color=COL[origin])
     ax.set_xticks(range(len(labels)), [SHORT[l] for l in labels]); ax.set_title(title, fontsize=9)
     if ylim: ax.set_ylim(*ylim)
 
+# %% ../nbs/08e_realism.ipynb #2ff6f9a8
 def _gravity_plane(ax, table):
     for label, mk in (("M_GIANT", "^"), ("M_DWARF", "o")):
         for origin in ("sim", "real"):
             t = table[(table.origin == origin) & (table.label == label)]
-            ax.plot(t.TiO5, t.CaH2 + t.CaH3, mk, ms=6 if origin == "real" else 3, alpha=0.9 if origin == "real" else 0.35,
-                    color=COL[origin], mfc=COL[origin] if label == "M_DWARF" else "none", label=f"{origin} {SHORT[label]}")
+            ax.plot(t.TiO5, t.CaH2 + t.CaH3, mk, ms=6 if origin == "real" else 3,
+                    alpha=0.9 if origin == "real" else 0.35,
+                    color=COL[origin], mfc=COL[origin] if label == "M_DWARF" else "none",
+                    label=f"{origin} {SHORT[label]}")
     ax.set_xlabel("TiO5"); ax.set_ylabel("CaH2 + CaH3"); ax.legend(fontsize=7); ax.set_title("TiO5 vs CaH2+CaH3 (Zhong et al. plane)", fontsize=9)
 
 def _accuracies(ax, classifiers):

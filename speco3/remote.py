@@ -107,6 +107,7 @@ def _assistant_text(m, img, where):
     if not calls: return text
     return "\n".join(([text.strip()] if text.strip() else []) + [_call_text(c.get("name"), c.get("arguments", {})) for c in calls])
 
+# %% ../nbs/08c_remote.ipynb #565f23bc
 def _wire_text(messages, img):
     "Our messages as text-mode wire messages: raw assistant text; each run of tool turns one <tool_response> user turn."
     out, i = [], 0
@@ -123,7 +124,8 @@ def _wire_text(messages, img):
             out.append({"role": "user", "content": _plain(_merge(parts))})
             continue
         if role == "assistant": out.append({"role": "assistant", "content": _assistant_text(m, img, where)})
-        elif role in ("system", "user"): out.append({"role": role, "content": _plain(_parts(m.get("content"), img, where))})
+        elif role in ("system",
+                      "user"): out.append({"role": role, "content": _plain(_parts(m.get("content"), img, where))})
         else: raise ValueError(f"{where}: unknown role {role!r}; use system, user, assistant or tool")
         i += 1
     return out
@@ -161,6 +163,7 @@ def _split_calls(text, k):
     content.append(text[last:])
     return "".join(content).strip(), calls
 
+# %% ../nbs/08c_remote.ipynb #30d6426c
 def _wire_native(messages, img):
     "Our messages as native-mode wire messages: structured tool_calls, tool turns with ids, their plots in a user turn."
     out, pending, plots, last = [], [], [], None
@@ -186,7 +189,8 @@ def _wire_native(messages, img):
             if images: plots.extend([{"type": "text", "text": f"Plot returned by {m.get('name') or TOOL_NAME} for call {cid}:"}] + images)
             continue
         close()
-        if role == "system": out.append({"role": "system", "content": _strip_tools(_text(_parts(m.get("content"), img, where)))})
+        if role == "system": out.append({"role": "system",
+                                         "content": _strip_tools(_text(_parts(m.get("content"), img, where)))})
         elif role == "user": out.append({"role": "user", "content": _plain(_parts(m.get("content"), img, where))})
         elif role == "assistant":
             content, calls = _split_calls(_assistant_text(m, img, where), i)
@@ -245,6 +249,7 @@ class _HTTPSHandler(urllib.request.HTTPSHandler):
         self.context = ssl.create_default_context(); super().__init__(context=self.context)
     def https_open(self, req): return self.do_open(_HTTPSConnection, req, context=self.context)
 
+# %% ../nbs/08c_remote.ipynb #e15369c2
 class RemoteError(RuntimeError):
     "A request that failed for good; `status` is the HTTP status (None for connection failures and timeouts)."
     def __init__(self, message, status=None, attempts=1):
@@ -312,7 +317,8 @@ class OpenAIPolicy(Policy):
         if int(max_concurrency) < 1: raise ValueError(f"OpenAIPolicy: max_concurrency must be >= 1, got {max_concurrency}")
         if not timeout or not 0 < timeout < float("inf"): raise ValueError(f"OpenAIPolicy: timeout must be > 0 s, got {timeout}")
         if int(max_retries) < 0 or backoff < 0: raise ValueError("OpenAIPolicy: max_retries and backoff must be >= 0")
-        if extra_body is not None and not isinstance(extra_body, dict): raise ValueError("OpenAIPolicy: extra_body must be a dict")
+        if extra_body is not None and not isinstance(extra_body,
+                                                     dict): raise ValueError("OpenAIPolicy: extra_body must be a dict")
         if keep_plots is not None and int(keep_plots) < 1: raise ValueError(f"OpenAIPolicy: keep_plots must be None or at least 1, got {keep_plots!r}")
         self.prompt, self.keep_plots = check_prompt(prompt), None if keep_plots is None else int(keep_plots)
         self.model, self.base_url = str(model), _base_url(base_url)
@@ -330,35 +336,38 @@ class OpenAIPolicy(Policy):
         self._cancel, self._live = threading.Event(), {}  # set by cancel(); the sockets of requests in flight
         self.log = []  # one record per request: sample_id, step, ok, status, attempts, latency_s, total_s, tokens, error
 
-    def __repr__(self):
-        return f"OpenAIPolicy(model={self.model!r}, base_url={_shown(self.base_url)!r}, tool_mode={self.tool_mode!r})"
+# %% ../nbs/08c_remote.ipynb #965d4c14
+def _repr(self:OpenAIPolicy):
+    return f"OpenAIPolicy(model={self.model!r}, base_url={_shown(self.base_url)!r}, tool_mode={self.tool_mode!r})"
 
-    def describe(self) -> dict:
-        "The settings recorded with every trajectory (never the key)."
-        return {"name": self.name, "model": self.model, "base_url": _shown(self.base_url), "tool_mode": self.tool_mode,
-                "temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens, "seed": self.seed,
-                "image_format": self.image_format, "extra_body": self.extra_body, "max_concurrency": self.max_concurrency,
-                "timeout": self.timeout, "max_retries": self.max_retries,
-                **({"prompt": self.prompt} if self.prompt != "paper" else {}),  # only when set: older run folders still resume
-                **({"keep_plots": self.keep_plots} if self.keep_plots is not None else {})}
+def _describe(self:OpenAIPolicy) -> dict:
+    "The settings recorded with every trajectory (never the key)."
+    return {"name": self.name, "model": self.model, "base_url": _shown(self.base_url), "tool_mode": self.tool_mode,
+            "temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens, "seed": self.seed,
+            "image_format": self.image_format, "extra_body": self.extra_body, "max_concurrency": self.max_concurrency,
+            "timeout": self.timeout, "max_retries": self.max_retries,
+            **({"prompt": self.prompt} if self.prompt != "paper" else {}),  # only when set: older run folders still resume
+            **({"keep_plots": self.keep_plots} if self.keep_plots is not None else {})}
 
-    def payload(self,
-                episode:Episode # the conversation to continue
-               ) -> dict:
-        "The JSON body of the request for `episode` (images as data URLs)."
-        cache = episode.meta.setdefault("remote_image_urls", {})  # id -> (image, url): each image encoded once
-        def img(image):
-            hit = cache.get((id(image), self.image_format))
-            if hit is None or hit[0] is not image:
-                hit = cache[(id(image), self.image_format)] = (image, _image_url(image, self.image_format))
-            return hit[1]
-        wire = _wire_text if self.tool_mode == "text" else _wire_native
-        body = {"model": self.model, "messages": wire(newest_plots(episode.messages, self.keep_plots), img)}
-        for k in ("temperature", "top_p", "max_tokens", "seed"):
-            if getattr(self, k) is not None: body[k] = getattr(self, k)
-        if self.tool_mode == "native" and episode.max_tool_calls > 0: body["tools"] = [TOOL_SCHEMA]
-        body.update(self.extra_body)
-        return body
+def _payload(self:OpenAIPolicy,
+             episode:Episode # the conversation to continue
+            ) -> dict:
+    "The JSON body of the request for `episode` (images as data URLs)."
+    cache = episode.meta.setdefault("remote_image_urls", {})  # id -> (image, url): each image encoded once
+    def img(image):
+        hit = cache.get((id(image), self.image_format))
+        if hit is None or hit[0] is not image:
+            hit = cache[(id(image), self.image_format)] = (image, _image_url(image, self.image_format))
+        return hit[1]
+    wire = _wire_text if self.tool_mode == "text" else _wire_native
+    body = {"model": self.model, "messages": wire(newest_plots(episode.messages, self.keep_plots), img)}
+    for k in ("temperature", "top_p", "max_tokens", "seed"):
+        if getattr(self, k) is not None: body[k] = getattr(self, k)
+    if self.tool_mode == "native" and episode.max_tool_calls > 0: body["tools"] = [TOOL_SCHEMA]
+    body.update(self.extra_body)
+    return body
+
+OpenAIPolicy.__repr__, OpenAIPolicy.describe, OpenAIPolicy.payload = _repr, _describe, _payload
 
 # %% ../nbs/08c_remote.ipynb #73f8d1e5
 def _redact(self:OpenAIPolicy, text):
@@ -397,6 +406,7 @@ def _send(self:OpenAIPolicy, data):
         raise _Failure(f"no complete reply within {self.timeout:g} s (timeout)", None, True)
     return self._parse(raw)
 
+# %% ../nbs/08c_remote.ipynb #e7ef91d9
 def _exchange(self:OpenAIPolicy, req):
     "The raw reply body of one request, or `_Failure`."
     try:
@@ -411,10 +421,12 @@ def _exchange(self:OpenAIPolicy, req):
         try: detail = _server_message(e.read(MAX_REPLY)) or e.reason
         except (OSError, http.client.HTTPException): detail = e.reason
         finally: e.close()
-        raise _Failure(f"HTTP {e.code}: {detail}", e.code, e.code in (408, 429) or e.code >= 500, _retry_after((e.headers or {}).get("Retry-After")))
+        raise _Failure(f"HTTP {e.code}: {detail}", e.code, e.code in (408, 429) or e.code >= 500,
+                       _retry_after((e.headers or {}).get("Retry-After")))
     except TimeoutError: raise _Failure(f"no reply within {self.timeout:g} s (timeout)", None, True)
     except urllib.error.URLError as e:
-        if isinstance(e.reason, TimeoutError): raise _Failure(f"no reply within {self.timeout:g} s (timeout)", None, True)
+        if isinstance(e.reason,
+                      TimeoutError): raise _Failure(f"no reply within {self.timeout:g} s (timeout)", None, True)
         raise _Failure(f"cannot connect: {e.reason}", None, True)
     except (OSError, http.client.HTTPException) as e:  # reset, refused, a reply cut short
         raise _Failure(f"connection failed: {type(e).__name__}: {e}", None, True)
@@ -431,10 +443,12 @@ def _parse(self:OpenAIPolicy, raw):
     except ValueError: raise _Failure(f"the reply is not JSON: {_one_line(raw.decode('utf-8', 'replace'), 80)!r}", 200)
     choices = reply.get("choices") if isinstance(reply, dict) else None
     if not choices or not isinstance(choices[0], dict) or not isinstance(choices[0].get("message"), dict):
-        msg = _server_message(raw) if isinstance(reply, dict) and "error" in reply else _one_line(raw.decode("utf-8", "replace"), 80)
+        msg = _server_message(raw) if isinstance(reply,
+                                                 dict) and "error" in reply else _one_line(raw.decode("utf-8", "replace"), 80)
         raise _Failure(f"the reply has no choices[0].message: {msg}", 200)
     return reply
 
+# %% ../nbs/08c_remote.ipynb #3c599f76
 def _post(self:OpenAIPolicy, body, entry):
     "Send `body`, retrying what may pass; the reply, or RemoteError. Attempts and latency go into `entry`."
     data = json.dumps(body, ensure_ascii=False).encode("utf-8")
@@ -472,6 +486,7 @@ def _one(self:OpenAIPolicy, episode):
         entry["total_s"] = round(time.perf_counter() - t0, 4)
         with self._lock: self.log.append(entry)
 
+# %% ../nbs/08c_remote.ipynb #c59655ed
 def _act(self:OpenAIPolicy,
          episodes:list # the episodes that need a next message
         ) -> list:

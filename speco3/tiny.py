@@ -55,6 +55,7 @@ Write the function, test it on a small example, and only then run it on all the 
 It is better to be roughly right than precisely wrong, but it is best to know how wrong you might be.
 """
 
+# %% ../nbs/09b_tiny.ipynb #122a3fea
 _WORDS = """\
 about above across act action add afraid after again against age ago agree air all allow almost alone along already
 also always among amount and angry animal another answer any appear apple area arm army around arrive art ask attack
@@ -80,6 +81,10 @@ happen happy hard hat hate have head health hear heart heat heavy help here hide
 holiday home honest hope horse hospital hot hotel hour house how huge human hundred hungry hurry hurt husband ice
 idea ill important improve include increase information insect inside instead interest invite iron island job join
 joke journey juice jump just keep key kick kill kind king kitchen knee knife knock know lake lamp land language
+""".split()  # about 900 common English words, for `_english`...
+
+# %% ../nbs/09b_tiny.ipynb #29ebf569
+_WORDS += """\
 large last late laugh lazy lead leaf learn least leave left leg lemon lend less lesson letter library lie life lift
 light like line lion lip list little live lock long look lose loud love low luck machine magazine main make man many
 market marry match matter meal mean meat medicine meet member message metal middle milk mind minute mirror miss
@@ -105,8 +110,9 @@ uncle under understand until upstairs use useful usual valley value vegetable ve
 walk wall want war warm wash waste watch water wave way weak wear week weight welcome west wet wheel when white
 whole wide wife wild win wind window wine wing winter wise wish woman wonder wood wool word work world worry write
 wrong yard year yellow young zero
-""".split()  # about 900 common English words, for `_english`
+""".split()  # ...the second half of the alphabet
 
+# %% ../nbs/09b_tiny.ipynb #da4a4525
 _SUBJECTS = ["the student", "our team", "the model", "a reader", "the observer", "my friend", "the teacher",
              "the program", "this method", "every survey", "the old telescope", "a small group"]
 _VERBS = ["looked at", "compared", "measured", "described", "checked", "found", "ignored", "explained", "tested",

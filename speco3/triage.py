@@ -159,6 +159,7 @@ def sample_scores(items, # SpecVI-Bench rows or other items `speco3.agent.as_sam
                          truth=None if smp.truth is None else smp.truth == "YES", error=""))
     return pd.DataFrame(rows, columns=["sample_id", "task", "score", "truth", "error"])
 
+# %% ../nbs/11f_triage.ipynb #9b348014
 def labelled_scores(source, # 'real[:dev|:test]', a SpecVI-Bench folder/parquet, a CSV (task, score, truth) or run
                     task=None) -> pd.DataFrame: # keep only this task
     "Rule scores and truths (task, score, truth) of a labelled calibration set."

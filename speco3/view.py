@@ -104,6 +104,7 @@ def zoom_caption(call, # the tool call as recorded: {name, arguments, error}
     except (TypeError, ValueError, IndexError, KeyError): span = ""
     return " · ".join(s for s in (label.strip(), span) if s) or "zoom"
 
+# %% ../nbs/09a_view.ipynb #4b4696e3
 def _turns_html(files, rec, page_dir):
     "The conversation: the overview, each assistant message, each tool answer with its zoom under a caption."
     out = []
