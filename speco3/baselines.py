@@ -32,6 +32,7 @@ def grid(n_pix:int=N_PIX # points on the grid
         raise ValueError(f"n_pix must be an integer >= {MIN_GOOD}, got {n_pix!r}")
     return np.geomspace(*FEATURE_RANGE, int(n_pix))
 
+# %% ../nbs/15a_baselines.ipynb #f60a2bbc
 def _as_spectrum(x, n_pix, i):
     "A Spectrum from a Spectrum, a benchmark row, a path, or a flux array on `grid(n_pix)` (item `i` of the input)."
     if isinstance(x, Spectrum): return x
@@ -63,6 +64,7 @@ def _on_grid(s, g):
     if not med > 0: raise SpectrumError(f"{s.source}: median flux {med:.3g} is not positive; cannot normalise")
     return np.where(ok, np.clip(r.flux / med - 1, -5, 20), 0.0), ok
 
+# %% ../nbs/15a_baselines.ipynb #3ab32f43
 def prepare(items, # spectra: Spectrum objects, SpecVI-Bench rows, paths, or flux arrays on `grid(n_pix)`
             n_pix:int=N_PIX, # grid points
             derivative:bool=False # add the flux's point-to-point change as a middle channel
@@ -186,6 +188,7 @@ def _settle_batch_norm(model, X, batch_size=256):
     with torch.no_grad():
         for i in range(0, len(X), batch_size): model(X[i:i + batch_size])
 
+# %% ../nbs/15a_baselines.ipynb #144e63f5
 def fit(model:nn.Module, # a classifier: prepared arrays -> one logit per spectrum
         X, y, # training arrays (n, channels, n_pix) and labels (n,)
         X_val, y_val, # validation arrays and labels
@@ -436,6 +439,7 @@ def _median_per_item(fn, n, runs):
         t0 = time.perf_counter(); out = fn(); times.append((time.perf_counter() - t0) / n)
     return float(np.median(times)), out
 
+# %% ../nbs/15a_baselines.ipynb #ba447709
 def throughput(rows, # SpecVI-Bench rows to time (any tasks)
                specialists=(), # Specialist objects (their task does not matter for timing)
                styles=("fast",), # renderer styles to time the agent-loop policies with
@@ -508,6 +512,7 @@ def train_baselines(data, # a benchmark folder (SpecVI-Sim build) with train spl
         log.append(dict(policy=sp.name, task=t, **sp.info))
     return dict(specialists=sps, train_log=log, pretrain_curve=curve, pretrain_s=pretrain_s, corpus=len(corpus), unlabeled=len(unlabeled))
 
+# %% ../nbs/15a_baselines.ipynb #309304c8
 def _build_key(data, profile, seed, settings):
     "What the saved baselines must have been trained with to be reused."
     stats = Path(data) / "stats.json"

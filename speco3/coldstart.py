@@ -255,6 +255,7 @@ def _windows(rec):
     return [r["window"] for c, r in _zooms(rec)
             if r.get("ok") and r.get("window") and isinstance(c.get("arguments"), dict) and "wavelength_range" in c["arguments"]]
 
+# %% ../nbs/12_coldstart.ipynb #19e92e0f
 def _f_label(rec, ctx):
     if rec.get("truth") not in ("YES", "NO"): return "no label"
     if rec.get("prediction") != rec["truth"]: return f"answer {rec.get('prediction')} but label {rec['truth']}"
@@ -286,6 +287,7 @@ def _f_zoom(rec, ctx):
     if ctx["tool"] and not _windows(rec): return "no zoom"
     if not ctx["tool"] and _zooms(rec): return f"{len(_zooms(rec))} tool call(s) in a no-tool draft"
 
+# %% ../nbs/12_coldstart.ipynb #94cefe8a
 def _f_repeats(rec, ctx):
     seen = Counter(tuple(round(float(x), 1) for x in c["arguments"]["wavelength_range"]) for c, r in _zooms(rec)
                    if isinstance(c.get("arguments"), dict) and isinstance(c["arguments"].get("wavelength_range"), (list, tuple))
@@ -334,6 +336,7 @@ def heldout_keys(source # a SpecVI-Bench folder or file (every test_* file is re
             if flux is not None: keys.add(array_sha256(np.asarray(flux, float)))
     return keys
 
+# %% ../nbs/12_coldstart.ipynb #8e137bd6
 def check_draft(record:dict, # a draft record
           test_ids=frozenset(), # ids from `heldout_keys` (names, object ids, fingerprints)
           max_chars:int=MAX_CHARS, # length limit, characters of assistant text
@@ -349,6 +352,7 @@ def check_draft(record:dict, # a draft record
         if why: out[name] = why
     return out
 
+# %% ../nbs/12_coldstart.ipynb #20a5cf50
 def qc(records, # draft records (read_trajectories of a draft run)
        test_ids=frozenset(), # ids that must not be trained on (`heldout_keys(bench_dir)`)
        **limits # max_chars, max_turns, tol, tool (see `check_draft`)
@@ -591,6 +595,7 @@ def _vote_event(row, n, where, st, recs, digest, now):
         e["texts"] = texts
     return e, []
 
+# %% ../nbs/12_coldstart.ipynb #e0cce103
 def import_review(run_dir, # the draft run folder
                   sheet:str="review.csv", # the filled sheet (a name in run_dir or a path)
                   min_accept:int=MIN_ACCEPT, # accept votes needed (for the returned status)
@@ -678,6 +683,7 @@ def sft_features():
     return datasets.Features({"messages": datasets.Value("string"), "images": datasets.List(datasets.Image()),
                               **{k: datasets.Value("string") for k in PROVENANCE}})
 
+# %% ../nbs/12_coldstart.ipynb #3a5a8e23
 def sft_table(records, # accepted (or QC-kept) draft records
               run_dir, # the draft run folder their image paths are relative to
               zoom:bool=True): # False: no-tool drafts (the no-tool prompt)
@@ -691,6 +697,7 @@ def sft_table(records, # accepted (or QC-kept) draft records
         for k in PROVENANCE: cols[k].append(str(r.get(k) or ""))
     return datasets.Dataset.from_dict(cols, features=sft_features())
 
+# %% ../nbs/12_coldstart.ipynb #5df4ca54
 def export_sft(run_dir, # the reviewed draft run folder
                out, # a folder (datasets save_to_disk) or a file ending in .parquet
                min_accept:int=MIN_ACCEPT, # acceptance rule (see the review section)
@@ -712,6 +719,7 @@ def export_sft(run_dir, # the reviewed draft run folder
     finally: restore()
     return out
 
+# %% ../nbs/12_coldstart.ipynb #afa46c10
 def _inline(batch):
     "with_transform: parse `messages` and put each image where its placeholder is; `images` left empty for TRL."
     msgs_out = []
@@ -805,6 +813,7 @@ def is_sharegpt(path # a dataset path
     if path.is_dir() and any((path / n).is_file() for n in _INFO_FILES): return True
     return path.suffix in (".json", ".jsonl") or bool(_sharegpt_parquet(path))
 
+# %% ../nbs/12_coldstart.ipynb #fc0478d6
 def sharegpt_spec(path, # a ShareGPT folder (with dataset_info.json) or a .json/.jsonl file
                   name:str|None=None # the dataset_info.json entry (None: the only sharegpt one, or the one naming the file)
                  ) -> tuple:
@@ -824,6 +833,7 @@ def sharegpt_spec(path, # a ShareGPT folder (with dataset_info.json) or a .json/
     spec = {**SHAREGPT_DEFAULTS, **entry.get("columns", {}), **entry.get("tags", {})}
     return (folder / entry["file_name"] if path.is_dir() else path), folder, spec
 
+# %% ../nbs/12_coldstart.ipynb #5ef3e39b
 def _read_rows(file):
     "The rows of a ShareGPT .json (a list), .jsonl or .parquet file."
     if file.suffix == ".parquet":
@@ -867,6 +877,7 @@ def _sharegpt_assistant(value, where, function=False):
     text = "" if function else "\n".join(p.strip() for p in _CALL_BLOCK.split(value) if p.strip())
     return {"role": "assistant", "content": [{"type": "text", "text": text}], **({"tool_calls": calls} if calls else {})}
 
+# %% ../nbs/12_coldstart.ipynb #97bfce6f
 def sharegpt_messages(row:dict, # one ShareGPT row
                       spec:dict, # columns and tags (`sharegpt_spec`)
                       where:str # "file row n", for errors
@@ -890,6 +901,7 @@ def sharegpt_messages(row:dict, # one ShareGPT row
         else: msgs.append({"role": role, "content": _parts(value)})
     return msgs
 
+# %% ../nbs/12_coldstart.ipynb #6eca8dd0
 def _image_of(entry, # a row's image: a path relative to the media folder, or a {'bytes', 'path'} struct (a Hub parquet export)
               media, # the media folder
               where): # "file row n", for errors
@@ -919,6 +931,7 @@ def _sharegpt_sources(path, name):
     if not file.is_file(): raise FileNotFoundError(f"{file}: the ShareGPT data file is missing")
     return [(file, media, spec)]
 
+# %% ../nbs/12_coldstart.ipynb #c374d8ca
 def sharegpt_dataset(path, # a ShareGPT folder (dataset_info.json or data_info.json), a .json/.jsonl file, or a Hub parquet export
                      name:str|None=None # the dataset_info.json entry (see `sharegpt_spec`)
                     ):
@@ -938,7 +951,6 @@ def sharegpt_dataset(path, # a ShareGPT folder (dataset_info.json or data_info.j
     if not cols["messages"]: raise ValueError(f"{path}: a ShareGPT dataset with no rows")
     feats = datasets.Features({**{k: datasets.Value("string") for k in cols}, "images": datasets.List(datasets.Image())})
     return datasets.Dataset.from_dict(cols, features=feats)
-
 
 # %% ../nbs/12_coldstart.ipynb #ffa68f61
 def open_coldstart(path # the project's export folder (trl/, export.json), an authors' ShareGPT folder or file, or a Hub parquet export

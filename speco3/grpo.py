@@ -140,6 +140,7 @@ def grpo_example(row, # a SpecVI-Bench row (dict)
     return dict(prompt=[msgs[0], {"role": "user", "content": user[len(IMAGE_TOKEN):]}], images=[_overview(row, ck, style, name)],
                 create_kwargs=ck, ground_truth=yes_no(truth), task=row.get("data_source"), sample_id=name)
 
+# %% ../nbs/14_grpo.ipynb #a116393d
 def grpo_rows(data, # a SpecVI-Bench folder, a parquet file, or a list of rows
               split="train", # for a folder: the split to read
               tasks=PAPER_TASKS): # keep rows of these tasks (data_source)
@@ -150,6 +151,7 @@ def grpo_rows(data, # a SpecVI-Bench folder, a parquet file, or a list of rows
     if not rows: raise ValueError(f"{data if isinstance(data, (str, Path)) else 'the rows'}: no {split} rows of tasks {', '.join(tasks)}")
     return rows
 
+# %% ../nbs/14_grpo.ipynb #42204ee0
 def grpo_dataset(data, # what `grpo_rows` reads, or a list of rows
                  style=PAPER_STYLE, # renderer style of the run (overview and zooms)
                  split="train", # for a folder: the split
@@ -334,6 +336,7 @@ class _GRPOTrainer(ResumeFullWeights, SharesCores, GRPOTrainer):
             if isinstance(fields.get(k), list): fields[k] = torch.as_tensor(np.stack(fields[k]))
         return ids, images, fields
 
+# %% ../nbs/14_grpo.ipynb #21ad8fe0
 _VISION = ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>", "<|vision_pad|>")
 
 def _vision_ids(processor):
@@ -352,6 +355,7 @@ def _start(prof, init, out, seed):
     if prof.needs_init: raise ValueError(f"profile {prof.name!r} starts from an SFT checkpoint: pass init=<the SFT run folder or its model/>")
     return base_model(prof, out, seed)
 
+# %% ../nbs/14_grpo.ipynb #81b4d45b
 def grpo_trainer(data, # a SpecVI-Bench folder/parquet/rows, or a Dataset made by grpo_dataset
                  out_dir, # run folder: checkpoints/, model/, config.json, rewards.csv, figures/
                  init=None, # the SFT run folder (its model/), a model folder / hub id, or a loaded model; None: the profile's model
@@ -421,6 +425,7 @@ def save_reward_curve(log_history, # trainer.state.log_history
         ax.set(xlabel="optimiser step", ylabel="per-step mean", title=f"GRPO: {name}"); ax.legend(fontsize=8)
     return write_curve(log_history, out_dir, _LOGGED, "reward", "rewards.csv", f"grpo_reward_{name}.png", plot, figsize=(7, 3.5))
 
+# %% ../nbs/14_grpo.ipynb #ecfae9d2
 def fifths(values) -> tuple: # per-step values in step order
     "(mean of the first fifth, mean of the last fifth) of the steps (at least one step each)."
     v = np.asarray([x for x in values if x is not None], float)
@@ -428,6 +433,7 @@ def fifths(values) -> tuple: # per-step values in step order
     k = max(1, len(v) // 5)
     return float(v[:k].mean()), float(v[-k:].mean())
 
+# %% ../nbs/14_grpo.ipynb #c443301c
 _SAME = ("profile", "grpo_args", "seed", "init", "model", "n_examples")  # must match to resume
 
 def _title(s):
@@ -448,6 +454,7 @@ def _launched(call, # train_grpo's arguments
     _start(prof, call["init"], out, call["seed"])  # a missing SFT checkpoint fails here; a tiny model is built once, here
     return launch("speco3.grpo:train_grpo", call, out, processes, progress=call["progress"])
 
+# %% ../nbs/14_grpo.ipynb #4880f7e7
 def train_grpo(data, # a SpecVI-Bench folder (train split of the five tasks), parquet file, rows, or a grpo_dataset
                out_dir, # run folder (created); resuming reads its checkpoints
                init=None, # the SFT run folder (or its model/, or any model folder / hub id); required by `cpu`

@@ -36,6 +36,7 @@ def _batch_sizes(records, kept, short, floor=0.1):
     rate = lambda lab: passed[lab] / drafted[lab] if drafted[lab] else 1.0
     return {lab: int(np.ceil(1.25 * k / max(rate(lab), floor))) + 1 for lab, k in short.items() if k > 0}
 
+# %% ../nbs/13b_incremental.ipynb #3e2b7cb5
 def draft_task(task:str, # the new task's key, e.g. "qso"
                n:int, # trajectories wanted: half YES, half NO where the drafts allow
                out_dir, # the draft run folder (a killed run resumes)

@@ -207,6 +207,7 @@ def reading_plan(task:str, # task key
     return [i for i, (lo, hi, _) in enumerate(TASKS[task].windows)
             if covered[i] and any(lo <= f.wavelength <= hi for f in FEATURES)][:n]
 
+# %% ../nbs/13a_seeing.ipynb #0e218479
 def _state(self, ep):
     "The scripted expert's state of an episode (measurements, decision, zoom plan, the data's ends), its evidence kept in `audit`."
     st = ScriptedExpertPolicy._state(self, ep)
@@ -341,6 +342,7 @@ def _heads_loss(torch, heads, feats, examples):
 # %% ../nbs/13a_seeing.ipynb #b1d46d19
 def _vision_parameters(model): return list(model.model.visual.parameters())
 
+# %% ../nbs/13a_seeing.ipynb #616344b4
 def train_eyes(model_dir, # a Qwen2.5-VL folder (e.g. `speco3.tiny.build_tiny`'s)
                train, # perception examples (`perception_examples`)
                out_dir, # run folder: model/, eyes_curve.csv, checkpoint.pt while training
@@ -641,6 +643,7 @@ def layout_chats(examples, # perception examples: overviews and zooms (a zoom ne
     picked = balanced(pool, n, seed) if balance else random.Random(seed).sample(pool, min(int(n), len(pool)))
     return [layout_chat(e, ovs[e["sample_id"]]) for e in picked]
 
+# %% ../nbs/13a_seeing.ipynb #70b9ef71
 LAYOUT = dict(learning_rate=1e-3, num_train_epochs=1, per_device_train_batch_size=8, warmup_steps=0.05, save_steps=100,
               freeze_vision=True)  # the layout step's settings over the cpu SFT profile
 
@@ -664,6 +667,7 @@ def train_layout(model_dir, # the words model folder (`train_words(...)["model_d
     return train_sft(chats, out_dir, profile=profile, model=str(model_dir), seed=seed, name="words-layout",
                      progress=progress, **{**LAYOUT, **overrides})
 
+# %% ../nbs/13a_seeing.ipynb #adfed59e
 def _placeholders(chat):
     "The chat with its image parts as placeholders, and those images in order."
     images, out = [], []
@@ -769,6 +773,7 @@ def perception_plots(run_dir, # folder of the stage (`run_perception`'s)
                                   lambda: iter_perception_examples(survey_like_samples(d["n_pos"], d["n_neg"], seed=seed + 404), d["zooms"], style, seed + 2))
     return out
 
+# %% ../nbs/13a_seeing.ipynb #f8f5b9c0
 def _base(run, size, seed):
     "The stage's random base model (built once, under a lock: two notebooks may ask at once)."
     from speco3.tiny import build_tiny
@@ -793,6 +798,7 @@ def train_control(run_dir, # folder of the stage (`run_perception`'s)
         return train_words(base, train, Path(run_dir) / "words-blind", profile=profile, seed=seed,  # the random tower stays as it is: blind
                            progress=progress, **{**p["words"], "freeze_vision": True})
 
+# %% ../nbs/13a_seeing.ipynb #1b300fda
 def run_perception(run_dir, # folder of the stage: examples, base model, eyes, words, control
                    profile:str="cpu", # a key of PERCEPTION
                    seed:int=0, # base model, simulation and data order
@@ -833,6 +839,7 @@ def run_perception(run_dir, # folder of the stage: examples, base model, eyes, w
     out["said"], out["test"], out["train"] = said, test, train
     return out
 
+# %% ../nbs/13a_seeing.ipynb #c59ee887
 def perception_model(run_dir): # a perception run folder
     "The model folder a finished perception run ends with (what SFT starts from); a one-line error when there is none."
     pointer = Path(run_dir) / "model.json"

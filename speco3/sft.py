@@ -134,6 +134,7 @@ def sft_dataset(conversations): # chats with images inline, or rows made by `con
     if not rows: raise ValueError("sft_dataset: no conversations")
     return Dataset.from_list(rows, features=_features()).with_transform(_inline)
 
+# %% ../nbs/13_sft.ipynb #92a0818d
 def stored_chats(ds): # a table from `as_sft_dataset`
     """Its chats with each image as the table stores it (`{'bytes', 'path'}`, not decoded), for rebuilding a table:
     decoding every plot of a large table at once would hold gigabytes (12 000 plots: about 7 GB)."""
@@ -144,6 +145,7 @@ def stored_chats(ds): # a table from `as_sft_dataset`
     plain = plain.cast_column("images", List(Image(decode=False)))
     return [_inline({"messages": [r["messages"]], "images": [r["images"]]})["messages"][0] for r in plain]
 
+# %% ../nbs/13_sft.ipynb #d2e6ff4f
 def _features():
     "The table's columns: the messages as JSON text, the images as `datasets.Image` (PIL images stored as PNG, paths as paths), decoded in RGB."
     from datasets import Features, Image, List, Value
@@ -240,6 +242,7 @@ class _SFTTrainer(ResumeFullWeights, SharesCores, SFTTrainer):
         if fresh and self.vision_lr is not None: split_vision_groups(opt, self.model, self.vision_lr)
         return opt
 
+# %% ../nbs/13_sft.ipynb #a769f978
 def _rate(lr): # a learning rate, None, or its text (YAML 1.1 reads 2e-4 as a string)
     "The rate as a positive float (None stays None); a one-line error otherwise."
     try: v = None if lr is None else float(lr)
@@ -259,6 +262,7 @@ def split_vision_groups(opt, # a torch optimizer, before its first step
         opt.add_param_group({**{k: v for k, v in g.items() if k != "params"}, "params": mine, "lr": lr})
     return opt
 
+# %% ../nbs/13_sft.ipynb #37f1431f
 def restyled(data, # what `as_sft_dataset` accepts
              prompt): # a prompt style (`speco3.prompts.PROMPTS`)
     "The SFT table with every agent chat in `prompt`'s style (`speco3.prompts.restyle`); other chats as they are."
@@ -276,6 +280,7 @@ def _base_model(prof, model, out, seed):
     "A loaded model, or the folder/hub id to load (building the tiny model into out/base when none is named)."
     return model if model is not None else base_model(prof, out, seed)
 
+# %% ../nbs/13_sft.ipynb #e05c87d7
 def accumulation(prof, # an SFTProfile
                  processes=1) -> int: # processes (GPUs) training together
     "Gradient accumulation steps on `processes`: what makes the profile's `global_batch`, else its `gradient_accumulation_steps`."
@@ -301,6 +306,7 @@ def sft_args(prof, # an SFTProfile
                      dataloader_pin_memory=torch.cuda.is_available(), include_num_input_tokens_seen="non_padding",
                      **{"use_cpu": not torch.cuda.is_available(), **train, **extra})  # use_cpu: launched CPU processes join over gloo
 
+# %% ../nbs/13_sft.ipynb #c3bca3b5
 def sft_trainer(data, # what `as_sft_dataset` accepts
                 out_dir, # run folder: base/, checkpoints/, model/, config.json, loss.csv, figures/
                 profile="cpu", # a key of SFT or an SFTProfile
@@ -374,6 +380,7 @@ def save_loss_curve(log_history, # trainer.state.log_history
         ax.set(xlabel="optimiser step", ylabel="loss (assistant tokens)", title=f"SFT loss: {name}")
     return write_curve(log_history, out_dir, _CURVE, "loss", "loss.csv", f"sft_loss_{name}.png", plot)
 
+# %% ../nbs/13_sft.ipynb #730266f6
 def _launched(call, # train_sft's arguments
               processes): # processes to launch
     "Run `train_sft(**call)` in `processes` processes (`speco3.launch`); checks what it can before any process starts."
@@ -388,6 +395,7 @@ def _launched(call, # train_sft's arguments
 
 _CALL_ARGS = ("data", "out_dir", "profile", "model", "lora", "resume", "seed", "name", "callbacks", "progress")
 
+# %% ../nbs/13_sft.ipynb #dec05520
 def train_sft(data, # a Dataset, a list of chats/rows, a folder written by speco3.coldstart, or ShareGPT (LLaMA-Factory)
               out_dir, # run folder (created); resuming reads its checkpoints
               profile="cpu", # "paper", "gpu", "cpu", "smoke" or an SFTProfile

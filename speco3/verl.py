@@ -85,6 +85,7 @@ def _check_layout(p, nnodes, gpus):
         raise ValueError(f"the {AGENT_WORKERS} agent-loop workers do not divide the train batch of {p.train_batch_size} "
                          f"questions × {ROLLOUT_N} rollouts = {p.train_batch_size * ROLLOUT_N} sequences")
 
+# %% ../nbs/15_verl.ipynb #c8e6cdc1
 def grpo_config(profile="paper", # a key of VERL, or a VerlProfile
                 model:str|None=None, # base model (the SFT output folder, a local folder or hub id); None: the profile's
                 nnodes:int=1, # nodes in the Ray cluster
@@ -135,6 +136,7 @@ def grpo_config(profile="paper", # a key of VERL, or a VerlProfile
                     "validation_data_dir": f"{_R}/validation"},
     }
 
+# %% ../nbs/15_verl.ipynb #2a2d8dfd
 def tool_config(style:str=PAPER_STYLE # renderer style of the tool's plots (a key of speco3.render.STYLES)
                ) -> dict:
     "verl's tool config: our BaseTool subclass (by module name) and the tool schema, speco3.tool.TOOL_SCHEMA."
@@ -205,6 +207,7 @@ class SpectralVisualizationVerlTool(BaseTool):
         self._tools.pop(instance_id, None)
 '''
 
+# %% ../nbs/15_verl.ipynb #38b359cc
 _REWARD_PY = '''"""speco3's rule reward as verl's custom reward function (written by `speco3 export verl`).
 
 1 correct with valid format, 1-alpha correct with a format violation, 0 wrong, -alpha wrong with a violation;
@@ -301,6 +304,7 @@ def _requirements_txt():
         "# speco3's core: the tool and reward modules import only speco3.tool and speco3.reward",
         *core_requirements(), ""])
 
+# %% ../nbs/15_verl.ipynb #340a3dc8
 def _readme(p, cfg, train, val, data_src):
     a, r = cfg["actor_rollout_ref"], cfg["actor_rollout_ref"]["rollout"]
     mt = r["multi_turn"]
@@ -375,6 +379,7 @@ turns of {ASSISTANT_TOKENS} tokens: K·(I + R) + (K + 1)·A = {response_length(m
 {len(train)} training file(s), {len(val)} validation file(s){f", linked from `{data_src}`" if data_src else " (not yet in place: see `data/README.md`)"}.
 """
 
+# %% ../nbs/15_verl.ipynb #72c0bd91
 def _data_readme(train, val, links):
     if links:
         rows = "\n".join(f"| `{name}` | `{src}` |" for name, src in links)
@@ -429,6 +434,7 @@ def _link(src, dst):
     try: dst.symlink_to(src)
     except OSError: shutil.copy2(src, dst)
 
+# %% ../nbs/15_verl.ipynb #e767562d
 def export_verl(out, # the run directory to write
                 profile="paper", # a key of VERL ("paper", "gpu") or a VerlProfile
                 data=None, # a folder of SpecVI-Bench parquet files to link into data/; None: list what is expected
