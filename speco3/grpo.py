@@ -355,6 +355,16 @@ def _start(prof, init, out, seed):
     if prof.needs_init: raise ValueError(f"profile {prof.name!r} starts from an SFT checkpoint: pass init=<the SFT run folder or its model/>")
     return base_model(prof, out, seed)
 
+# %% ../nbs/14_grpo.ipynb #e474374f
+def _budget(processor, prof):
+    "`completion_budget` of the profile's tool calls and styles, with a warning when `max_completion_length` holds less."
+    budget = completion_budget(processor, prof.max_tool_calls, prof.style, prof.reasoning_tokens, prof.answer_tokens)
+    if prof.max_completion_length < budget["total"]:
+        warnings.warn(f"max_completion_length {prof.max_completion_length} holds fewer than {prof.max_tool_calls} plots with "
+                      f"{prof.reasoning_tokens} reasoning tokens each (needs {budget['total']}); TRL drops tool replies that do not fit, "
+                      "counted in the log as dropped_tool_images")
+    return budget
+
 # %% ../nbs/14_grpo.ipynb #81b4d45b
 def grpo_trainer(data, # a SpecVI-Bench folder/parquet/rows, or a Dataset made by grpo_dataset
                  out_dir, # run folder: checkpoints/, model/, config.json, rewards.csv, figures/
@@ -388,11 +398,7 @@ def grpo_trainer(data, # a SpecVI-Bench folder/parquet/rows, or a Dataset made b
     ds = data if isinstance(data, Dataset) else grpo_dataset(data, style=prof.style, seed=seed, zoom=zoom, prompt=prof.prompt)
     if prof.prompt == "brief":  # the brief text names the call itself: TRL passes the tool schemas, the template leaves them out
         extra["chat_template_kwargs"] = {**(extra.get("chat_template_kwargs") or {}), "tools_in_system": False}
-    budget = completion_budget(processor, prof.max_tool_calls, prof.style, prof.reasoning_tokens, prof.answer_tokens)
-    if prof.max_completion_length < budget["total"]:
-        warnings.warn(f"max_completion_length {prof.max_completion_length} holds fewer than {prof.max_tool_calls} plots with "
-                      f"{prof.reasoning_tokens} reasoning tokens each (needs {budget['total']}); TRL drops tool replies that do not fit, "
-                      "counted in the log as dropped_tool_images")
+    budget = _budget(processor, prof)
     extra["generation_kwargs"] = ban_tokens(extra.get("generation_kwargs"), _vision_ids(processor), vllm=extra.get("use_vllm", False))
     reward = make_reward(prof.alpha)
     with warnings.catch_warnings():
@@ -454,6 +460,16 @@ def _launched(call, # train_grpo's arguments
     _start(prof, call["init"], out, call["seed"])  # a missing SFT checkpoint fails here; a tiny model is built once, here
     return launch("speco3.grpo:train_grpo", call, out, processes, progress=call["progress"])
 
+# %% ../nbs/14_grpo.ipynb #13f17d56
+def _log_summary(log):
+    "Reward and accuracy over the first and last fifth of the logged steps, and the means of reward, format and tool calls."
+    first, last_ = fifths([r["reward"] for r in log])
+    acc = fifths([r.get("accuracy") for r in log])
+    return dict(reward_first_fifth=first, reward_last_fifth=last_, accuracy_first_fifth=acc[0], accuracy_last_fifth=acc[1],
+                reward_mean=float(np.mean([r["reward"] for r in log])) if log else None,
+                format_valid_mean=float(np.mean([r["format_valid"] for r in log])) if log else None,
+                tool_calls_mean=float(np.mean([r["tool_calls"] for r in log])) if log else None)
+
 # %% ../nbs/14_grpo.ipynb #4880f7e7
 def train_grpo(data, # a SpecVI-Bench folder (train split of the five tasks), parquet file, rows, or a grpo_dataset
                out_dir, # run folder (created); resuming reads its checkpoints
@@ -489,15 +505,10 @@ def train_grpo(data, # a SpecVI-Bench folder (train split of the five tasks), pa
     save_context(final, saved_context(s["model"]).get("keep_plots"), s["profile"]["prompt"])  # HFPolicy asks in the style it learnt
     csv_path, png = save_reward_curve(trainer.state.log_history, out, s["name"])
     log = [r for r in trainer.state.log_history if "reward" in r]
-    first, last_ = fifths([r["reward"] for r in log])
-    acc = fifths([r.get("accuracy") for r in log])
     metrics = dict(name=s["name"], profile=s["profile"]["name"], global_step=trainer.state.global_step, planned_steps=trainer.state.max_steps,
                    resumed_from=Path(last).name if resume and last else None, train_runtime_s=result.metrics["train_runtime"],
                    wall_s=round(time.perf_counter() - t0, 2), logged_steps=len(log),
-                   reward_first_fifth=first, reward_last_fifth=last_, accuracy_first_fifth=acc[0], accuracy_last_fifth=acc[1],
-                   reward_mean=float(np.mean([r["reward"] for r in log])) if log else None,
-                   format_valid_mean=float(np.mean([r["format_valid"] for r in log])) if log else None,
-                   tool_calls_mean=float(np.mean([r["tool_calls"] for r in log])) if log else None,
+                   **_log_summary(log),
                    rollouts_this_session=rollouts, processes=trainer.args.world_size,  # the log below covers the whole run, resumes included
                    dropped_tool_images=int(sum(r.get("dropped_tool_images") or 0 for r in log)),
                    dropped_tool_results=int(sum(r.get("dropped_tool_results") or 0 for r in log)), budget=s["budget"],

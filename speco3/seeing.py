@@ -342,6 +342,27 @@ def _heads_loss(torch, heads, feats, examples):
 # %% ../nbs/13a_seeing.ipynb #b1d46d19
 def _vision_parameters(model): return list(model.model.visual.parameters())
 
+# %% ../nbs/13a_seeing.ipynb #1e52cf89
+def _finished_eyes(out, done, want):
+    "The record of the eyes run finished in `out` with `want`'s settings; None when there is none."
+    if not done.exists(): return None
+    rec = json.loads(done.read_text())
+    if {k: rec.get(k) for k in want} == want: return rec | {"model_dir": str(out / "model")}  # where it lies now, not where it was run from
+    raise ValueError(f"{out}: holds an eyes run of {', '.join(f'{k}={rec.get(k)}' for k in want)}, not "
+                     f"{', '.join(f'{k}={v}' for k, v in want.items())}; use another folder")
+
+def _eyes_epoch(torch, model, processor, heads, opt, examples, batch_size):
+    "One pass over `examples` in their order, an optimiser step per batch: mean loss, train accuracy and seconds."
+    from speco3.hf import share_cores  # the runtime layer: torch is loaded by now
+    model.train(); t1, total, n, right, seen_ = time.perf_counter(), 0.0, 0, 0, 0
+    for i in range(0, len(examples), batch_size):
+        share_cores()  # every core when the plan runs this alone
+        chunk = examples[i:i + batch_size]
+        loss, got = _heads_loss(torch, heads, pooled_tokens(model, processor, [e["image"] for e in chunk]), chunk)
+        loss.backward(); opt.step(); opt.zero_grad()
+        total += loss.item(); n += 1; right += sum(c == p for _, c, p in got); seen_ += len(got)
+    return dict(loss=total / max(n, 1), train_acc=right / max(seen_, 1), seconds=time.perf_counter() - t1)
+
 # %% ../nbs/13a_seeing.ipynb #616344b4
 def train_eyes(model_dir, # a Qwen2.5-VL folder (e.g. `speco3.tiny.build_tiny`'s)
                train, # perception examples (`perception_examples`)
@@ -357,12 +378,8 @@ def train_eyes(model_dir, # a Qwen2.5-VL folder (e.g. `speco3.tiny.build_tiny`'s
     from speco3.tiny import load_tiny
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     if not train: raise ValueError("train_eyes needs at least one perception example")
-    if (done := out / "eyes.json").exists():   # a finished run is read back, not retrained
-        rec, want = json.loads(done.read_text()), dict(n_train=len(train), epochs=epochs, lr=lr, batch_size=batch_size)
-        if {k: rec.get(k) for k in want} == want: return rec | {"model_dir": str(out / "model")}  # where it lies now, not where it was run from
-        raise ValueError(f"{out}: holds an eyes run of {', '.join(f'{k}={rec.get(k)}' for k in want)}, not "
-                         f"{', '.join(f'{k}={v}' for k, v in want.items())}; use another folder")
-    from speco3.hf import share_cores  # the runtime layer: torch is loaded by now
+    done, want = out / "eyes.json", dict(n_train=len(train), epochs=epochs, lr=lr, batch_size=batch_size)
+    if (rec := _finished_eyes(out, done, want)) is not None: return rec  # a finished run is read back, not retrained
     model, processor = load_tiny(model_dir)
     linear_patches(model)
     torch.manual_seed(seed)
@@ -375,14 +392,7 @@ def train_eyes(model_dir, # a Qwen2.5-VL folder (e.g. `speco3.tiny.build_tiny`'s
         curve = st["curve"]
     for ep in range(len(curve), epochs):
         order = list(range(len(train))); random.Random(seed * 1000 + ep).shuffle(order)
-        model.train(); t1, total, n, right, seen_ = time.perf_counter(), 0.0, 0, 0, 0
-        for i in range(0, len(order), batch_size):
-            share_cores()  # every core when the plan runs this alone
-            chunk = [train[k] for k in order[i:i + batch_size]]
-            loss, got = _heads_loss(torch, heads, pooled_tokens(model, processor, [e["image"] for e in chunk]), chunk)
-            loss.backward(); opt.step(); opt.zero_grad()
-            total += loss.item(); n += 1; right += sum(c == p for _, c, p in got); seen_ += len(got)
-        row = dict(epoch=ep + 1, loss=total / max(n, 1), train_acc=right / max(seen_, 1), seconds=time.perf_counter() - t1)
+        row = dict(epoch=ep + 1, **_eyes_epoch(torch, model, processor, heads, opt, [train[k] for k in order], batch_size))
         if valid:
             got = heads_accuracy(model, processor, heads, valid)
             row["valid_acc"] = got["acc"]

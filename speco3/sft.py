@@ -395,6 +395,15 @@ def _launched(call, # train_sft's arguments
 
 _CALL_ARGS = ("data", "out_dir", "profile", "model", "lora", "resume", "seed", "name", "callbacks", "progress")
 
+# %% ../nbs/13_sft.ipynb #418598c6
+def _save_final(trainer, out, final, s, lora):
+    "The main process writes the trained model (merged, and the adapter apart, with LoRA), its processor and context."
+    if lora:
+        trainer.model.save_pretrained(out / "adapter")
+        trainer.model.merge_and_unload().save_pretrained(final)
+    trainer.processing_class.save_pretrained(final)
+    save_context(final, s["profile"]["keep_plots"], s["profile"]["prompt"])  # HFPolicy runs the model with what it was trained to see, asks in its style
+
 # %% ../nbs/13_sft.ipynb #dec05520
 def train_sft(data, # a Dataset, a list of chats/rows, a folder written by speco3.coldstart, or ShareGPT (LLaMA-Factory)
               out_dir, # run folder (created); resuming reads its checkpoints
@@ -424,15 +433,10 @@ def train_sft(data, # a Dataset, a list of chats/rows, a folder written by speco
     if main: (out / "config.json").write_text(json.dumps(s, indent=1, default=str))
     result = trainer.train(resume_from_checkpoint=last if resume and last else None)
     final = out / "model"
-    processor = trainer.processing_class
     samples, tokens = summed(trainer, trainer.data_collator.samples, trainer.data_collator.tokens)
     if not lora: trainer.save_model(str(final))  # every process takes part (FSDP gathers the shards); the main one writes
     if not main: return dict(name=s["name"], global_step=trainer.state.global_step, rank=trainer.args.process_index)
-    if lora:
-        trainer.model.save_pretrained(out / "adapter")
-        trainer.model.merge_and_unload().save_pretrained(final)
-    processor.save_pretrained(final)
-    save_context(final, s["profile"]["keep_plots"], s["profile"]["prompt"])  # HFPolicy runs the model with what it was trained to see, asks in its style
+    _save_final(trainer, out, final, s, lora)
     csv_path, png = save_loss_curve(trainer.state.log_history, out, s["name"])
     losses = [r["loss"] for r in trainer.state.log_history if "loss" in r]
     runtime = result.metrics["train_runtime"]
