@@ -137,7 +137,8 @@ def grpo_example(row, # a SpecVI-Bench row (dict)
         if row.get("data_source") not in TASKS: raise ValueError(f"{name}: data_source {row.get('data_source')!r} is not a task, so the brief prompt has no question for it")
         msgs[0], user = {"role": "system", "content": system_text(zoom=zoom, prompt="brief")}, user_prompt(row["data_source"], guidelines=False)
     elif not zoom: msgs[0] = {"role": "system", "content": system_text(zoom=False)}
-    return dict(prompt=[msgs[0], {"role": "user", "content": user[len(IMAGE_TOKEN):]}], images=[_overview(row, ck, style, name)],
+    return dict(prompt=[msgs[0], {"role": "user", "content": user[len(IMAGE_TOKEN):]}],
+                images=[_overview(row, ck, style, name)],
                 create_kwargs=ck, ground_truth=yes_no(truth), task=row.get("data_source"), sample_id=name)
 
 # %% ../nbs/14_grpo.ipynb #a116393d
@@ -388,18 +389,21 @@ def grpo_trainer(data, # a SpecVI-Bench folder/parquet/rows, or a Dataset made b
         init = source
     else:
         source = _start(prof, init, out, seed)
-        model, processor = load_model(source, torch.bfloat16 if prof.bf16 and not prof.master_fp32 else torch.float32, processor)  # bf16 compute: autocast
+        model, processor = load_model(source, torch.bfloat16 if prof.bf16 and not prof.master_fp32
+                                      else torch.float32, processor)  # bf16 compute: autocast
     install_template(processor)
     frozen = freeze_vision(model) if prof.freeze_vision else []
     zoom = prof.max_tool_calls > 0  # max_tool_calls=0: the retrained no-tool variant (no tool in the prompt or the run)
     said = saved_context(source).get("prompt")
     if said and said != check_prompt(prof.prompt):
         warnings.warn(f"{source} was trained with the {said!r} prompt and GRPO asks in the {prof.prompt!r} one (profile {prof.name!r}); pass prompt={said!r} to keep them the same")
-    ds = data if isinstance(data, Dataset) else grpo_dataset(data, style=prof.style, seed=seed, zoom=zoom, prompt=prof.prompt)
+    ds = data if isinstance(data, Dataset) else grpo_dataset(data, style=prof.style, seed=seed, zoom=zoom,
+                                                             prompt=prof.prompt)
     if prof.prompt == "brief":  # the brief text names the call itself: TRL passes the tool schemas, the template leaves them out
         extra["chat_template_kwargs"] = {**(extra.get("chat_template_kwargs") or {}), "tools_in_system": False}
     budget = _budget(processor, prof)
-    extra["generation_kwargs"] = ban_tokens(extra.get("generation_kwargs"), _vision_ids(processor), vllm=extra.get("use_vllm", False))
+    extra["generation_kwargs"] = ban_tokens(extra.get("generation_kwargs"), _vision_ids(processor),
+                                            vllm=extra.get("use_vllm", False))
     reward = make_reward(prof.alpha)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*environment_factory.*experimental")
@@ -427,9 +431,11 @@ def save_reward_curve(log_history, # trainer.state.log_history
         for key, color in (("reward", "C0"), ("accuracy", "C1"), ("format_valid", "C2")):
             y = np.array([r[key] if r[key] is not None else np.nan for r in rows], float)
             ax.plot(steps, y, color=color, alpha=0.3, lw=1)
-            if len(y) >= k: ax.plot(steps[k - 1:], np.convolve(y, np.ones(k) / k, "valid"), color=color, label=f"{key} ({k}-step mean)")
+            if len(y) >= k: ax.plot(steps[k - 1:], np.convolve(y, np.ones(k) / k, "valid"), color=color,
+                                    label=f"{key} ({k}-step mean)")
         ax.set(xlabel="optimiser step", ylabel="per-step mean", title=f"GRPO: {name}"); ax.legend(fontsize=8)
-    return write_curve(log_history, out_dir, _LOGGED, "reward", "rewards.csv", f"grpo_reward_{name}.png", plot, figsize=(7, 3.5))
+    return write_curve(log_history, out_dir, _LOGGED, "reward", "rewards.csv", f"grpo_reward_{name}.png", plot,
+                       figsize=(7, 3.5))
 
 # %% ../nbs/14_grpo.ipynb #ecfae9d2
 def fifths(values) -> tuple: # per-step values in step order
@@ -465,7 +471,8 @@ def _log_summary(log):
     "Reward and accuracy over the first and last fifth of the logged steps, and the means of reward, format and tool calls."
     first, last_ = fifths([r["reward"] for r in log])
     acc = fifths([r.get("accuracy") for r in log])
-    return dict(reward_first_fifth=first, reward_last_fifth=last_, accuracy_first_fifth=acc[0], accuracy_last_fifth=acc[1],
+    return dict(reward_first_fifth=first, reward_last_fifth=last_, accuracy_first_fifth=acc[0],
+                accuracy_last_fifth=acc[1],
                 reward_mean=float(np.mean([r["reward"] for r in log])) if log else None,
                 format_valid_mean=float(np.mean([r["format_valid"] for r in log])) if log else None,
                 tool_calls_mean=float(np.mean([r["tool_calls"] for r in log])) if log else None)
@@ -484,7 +491,8 @@ def train_grpo(data, # a SpecVI-Bench folder (train split of the five tasks), pa
                **overrides) -> dict: # profile fields (learning_rate, max_steps, save_steps, ...) or other GRPOConfig arguments
     "GRPO of a Qwen2.5-VL with the zoom tool and the rule reward; returns final metrics and the paths it wrote."
     if check_processes(processes) > 1 and world_size() == 1:
-        return _launched(dict(data=data, out_dir=out_dir, init=init, profile=profile, seed=seed, resume=resume, name=name,
+        return _launched(dict(data=data, out_dir=out_dir, init=init, profile=profile, seed=seed, resume=resume,
+                              name=name,
                               callbacks=callbacks, progress=progress, **overrides), processes)
     t0, out = time.perf_counter(), Path(out_dir)
     trainer = grpo_trainer(data, out, init, profile, seed, callbacks=callbacks, progress=progress, **overrides)
@@ -505,8 +513,10 @@ def train_grpo(data, # a SpecVI-Bench folder (train split of the five tasks), pa
     save_context(final, saved_context(s["model"]).get("keep_plots"), s["profile"]["prompt"])  # HFPolicy asks in the style it learnt
     csv_path, png = save_reward_curve(trainer.state.log_history, out, s["name"])
     log = [r for r in trainer.state.log_history if "reward" in r]
-    metrics = dict(name=s["name"], profile=s["profile"]["name"], global_step=trainer.state.global_step, planned_steps=trainer.state.max_steps,
-                   resumed_from=Path(last).name if resume and last else None, train_runtime_s=result.metrics["train_runtime"],
+    metrics = dict(name=s["name"], profile=s["profile"]["name"], global_step=trainer.state.global_step,
+                   planned_steps=trainer.state.max_steps,
+                   resumed_from=Path(last).name if resume and last else None,
+                   train_runtime_s=result.metrics["train_runtime"],
                    wall_s=round(time.perf_counter() - t0, 2), logged_steps=len(log),
                    **_log_summary(log),
                    rollouts_this_session=rollouts, processes=trainer.args.world_size,  # the log below covers the whole run, resumes included

@@ -216,7 +216,8 @@ def _state(self, ep):
         st.update(plan=reading_plan(ep.task, covered_windows(ep.spectrum, ep.task))[:budget], fixed=True)
     if ep.sample_id not in self.audit:
         d = st["decision"]
-        self.audit[ep.sample_id] = dict(task=ep.task, rule=d.rule, measured=d.verdict, evidence=[e.text for e in d.evidence])
+        self.audit[ep.sample_id] = dict(task=ep.task, rule=d.rule, measured=d.verdict,
+                                        evidence=[e.text for e in d.evidence])
     return st
 
 def _clip(st, window):
@@ -392,7 +393,8 @@ def train_eyes(model_dir, # a Qwen2.5-VL folder (e.g. `speco3.tiny.build_tiny`'s
         curve = st["curve"]
     for ep in range(len(curve), epochs):
         order = list(range(len(train))); random.Random(seed * 1000 + ep).shuffle(order)
-        row = dict(epoch=ep + 1, **_eyes_epoch(torch, model, processor, heads, opt, [train[k] for k in order], batch_size))
+        row = dict(epoch=ep + 1,
+                   **_eyes_epoch(torch, model, processor, heads, opt, [train[k] for k in order], batch_size))
         if valid:
             got = heads_accuracy(model, processor, heads, valid)
             row["valid_acc"] = got["acc"]
@@ -406,7 +408,8 @@ def train_eyes(model_dir, # a Qwen2.5-VL folder (e.g. `speco3.tiny.build_tiny`'s
     import pandas as pd
     pd.DataFrame(curve).to_csv(out / "eyes_curve.csv", index=False)
     torch.save(heads.state_dict(), out / "heads.pt")
-    rec = dict(model_dir=str(out / "model"), curve=curve, n_train=len(train), epochs=epochs, lr=lr, batch_size=batch_size,
+    rec = dict(model_dir=str(out / "model"), curve=curve, n_train=len(train), epochs=epochs, lr=lr,
+               batch_size=batch_size,
                wall_s=round(time.perf_counter() - t0, 1))
     done.write_text(json.dumps(rec, indent=1))
     ck.unlink(missing_ok=True)
@@ -636,10 +639,14 @@ def layout_chat(example, # a perception example
     if example["kind"] == "overview": said = said_overview(example["caption"])
     else:
         (lo, hi), name = example["window"], _window_name(example)
-        call = {"type": "function", "function": {"name": TOOL_NAME, "arguments": {"wavelength_range": [lo, hi], "label": name}}}
+        call = {"type": "function",
+                "function": {"name": TOOL_NAME, "arguments": {"wavelength_range": [lo, hi], "label": name}}}
         msgs += [{"role": "assistant", "train": False, "tool_calls": [call],
-                  "content": [{"type": "text", "text": f"<think>{said_overview(overview['caption'])} {said_next(name, lo, hi)}</think>"}]},
-                 {"role": "tool", "name": TOOL_NAME, "content": [{"type": "image", "image": example["image"]}, {"type": "text", "text": zoom_text([lo, hi], name)}]}]
+                  "content": [{"type": "text",
+                               "text": f"<think>{said_overview(overview['caption'])} {said_next(name, lo, hi)}</think>"}]},
+                 {"role": "tool", "name": TOOL_NAME,
+                  "content": [{"type": "image", "image": example["image"]},
+                              {"type": "text", "text": zoom_text([lo, hi], name)}]}]
         said = said_zoom(name, example["caption"])
     return msgs + ([{"role": "assistant", "content": [{"type": "text", "text": f"<think>{said}"}]}] if target else [])
 
@@ -669,7 +676,8 @@ def train_layout(model_dir, # the words model folder (`train_words(...)["model_d
                  **overrides) -> dict: # SFT settings over `LAYOUT` (e.g. max_steps)
     "Teach a words model to read plots where the agent sees them; returns `train_sft`'s metrics."
     from speco3.sft import train_sft
-    _stamp(out_dir, "layout", dict(n_train=len(train), n_layout=n_layout, n_plain=n_plain, balance=balance, seed=seed, **overrides))
+    _stamp(out_dir, "layout",
+           dict(n_train=len(train), n_layout=n_layout, n_plain=n_plain, balance=balance, seed=seed, **overrides))
     rng = random.Random(seed)
     plain = balanced(train, n_plain, seed + 1) if balance else rng.sample(train, min(int(n_plain), len(train)))
     chats = layout_chats(train, n_layout, seed, balance) + perception_chats(plain)
@@ -772,14 +780,20 @@ def perception_plots(run_dir, # folder of the stage (`run_perception`'s)
     p, run, out = {**PERCEPTION[profile], **sizes}, Path(run_dir), {}
     made = lambda n: dict(n_per_task=n, zooms=p["zooms"], style=style, seed=seed)
     if "train" in which:
-        out["train"] = _examples(run / "train", made(p["n_per_task"]), lambda: iter_perception_examples(simulate_samples(p["n_per_task"], seed=seed + 101), p["zooms"], style, seed))
+        out["train"] = _examples(run / "train", made(p["n_per_task"]),
+                                 lambda: iter_perception_examples(simulate_samples(p["n_per_task"], seed=seed + 101),
+                                                                  p["zooms"], style, seed))
     if "test" in which:
-        out["test"] = _examples(run / "test", made(p["n_test_per_task"]), lambda: iter_perception_examples(simulate_samples(p["n_test_per_task"], seed=seed + 202), p["zooms"], style, seed + 1))
+        out["test"] = _examples(run / "test", made(p["n_test_per_task"]),
+                                lambda: iter_perception_examples(simulate_samples(p["n_test_per_task"], seed=seed + 202), p["zooms"], style, seed + 1))
     if "rare" in which and (n := (p.get("rare") or {}).get("n_per_task")):
-        out["rare"] = _examples(run / "rare", dict(n_per_task=n, windows={k: list(v) for k, v in RARE.items()}, style=style, seed=seed),
+        out["rare"] = _examples(run / "rare",
+                                dict(n_per_task=n, windows={k: list(v) for k, v in RARE.items()},
+                                     style=style, seed=seed),
                                 lambda: _iter_rare(simulate_samples(n, tasks=tuple(RARE), seed=seed + 303), style, RARE))
     if "decide" in which and (d := p.get("decide")):
-        out["decide"] = _examples(run / "decide", dict(n_pos=d["n_pos"], n_neg=d["n_neg"], zooms=d["zooms"], style=style, seed=seed),
+        out["decide"] = _examples(run / "decide",
+                                  dict(n_pos=d["n_pos"], n_neg=d["n_neg"], zooms=d["zooms"], style=style, seed=seed),
                                   lambda: iter_perception_examples(survey_like_samples(d["n_pos"], d["n_neg"], seed=seed + 404), d["zooms"], style, seed + 2))
     return out
 
@@ -823,22 +837,26 @@ def run_perception(run_dir, # folder of the stage: examples, base model, eyes, w
     plots = lambda *which: perception_plots(run, profile, seed, style, which=which, **sizes)
     train, test = plots("train", "test").values()
     base = _base(run, size, seed)
-    eyes = train_eyes(base, train, run / "eyes", valid=test, epochs=p["eyes_epochs"], seed=seed, progress=progress, **p.get("eyes", {}))
+    eyes = train_eyes(base, train, run / "eyes", valid=test, epochs=p["eyes_epochs"], seed=seed, progress=progress,
+                      **p.get("eyes", {}))
     words = train_words(eyes["model_dir"], train, run / "words", profile=profile, seed=seed,
                         progress=progress, **p["words"])
     out = dict(profile=profile, seed=seed, size=size, style=style, sizes=p, n_train=len(train), n_test=len(test),
                model_dir=words["model_dir"], eyes=eyes, words=words)
     if r := dict(p.get("rare") or {}):
         r.pop("n_per_task"); rare = plots("rare")["rare"]
-        out["rare"] = train_rare(words["model_dir"], rare, train, run / "words-rare", profile=profile, seed=seed, progress=progress, **r)
+        out["rare"] = train_rare(words["model_dir"], rare, train, run / "words-rare", profile=profile, seed=seed,
+                                 progress=progress, **r)
         out["model_dir"], out["n_rare"] = out["rare"]["model_dir"], len(rare)
     if d := dict(p.get("decide") or {}):
         for k in ("n_pos", "n_neg", "zooms"): d.pop(k)
         like = plots("decide")["decide"]
-        out["decide"] = train_decide(out["model_dir"], like, run / "words-decide", profile=profile, seed=seed, progress=progress, **d)
+        out["decide"] = train_decide(out["model_dir"], like, run / "words-decide", profile=profile, seed=seed,
+                                     progress=progress, **d)
         out["model_dir"], out["n_decide"] = out["decide"]["model_dir"], len(like)
     if p.get("layout"):
-        out["layout"] = train_layout(out["model_dir"], train, run / "words-layout", profile=profile, seed=seed, progress=progress, **p["layout"])
+        out["layout"] = train_layout(out["model_dir"], train, run / "words-layout", profile=profile, seed=seed,
+                                     progress=progress, **p["layout"])
         out["model_dir"] = out["layout"]["model_dir"]
     (run / "model.json").write_text(json.dumps({"model_dir": Path(out["model_dir"]).relative_to(run).as_posix()}))
     said = {"eyes + words": read_plots(out["model_dir"], test)}

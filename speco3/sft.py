@@ -335,12 +335,14 @@ def sft_trainer(data, # what `as_sft_dataset` accepts
         if processor is None: processor = load_pretrained(load_processor, source)
     else:
         source = str(base)
-        mdl, processor = load_model(source, torch.bfloat16 if prof.bf16 and not prof.master_fp32 else torch.float32, processor)  # bf16 compute: autocast
+        mdl, processor = load_model(source, torch.bfloat16 if prof.bf16 and not prof.master_fp32
+                                    else torch.float32, processor)  # bf16 compute: autocast
     install_template(processor)
     mdl.config.use_cache = False
     frozen = freeze_vision(mdl) if prof.freeze_vision else []
     trainer = _SFTTrainer(model=mdl, args=args, train_dataset=ds,
-                         processing_class=processor, peft_config=lora_config(prof) if lora else None, callbacks=callbacks)
+                         processing_class=processor, peft_config=lora_config(prof) if lora else None,
+                         callbacks=callbacks)
     if not progress: trainer.remove_callback(PrinterCallback)
     rate = _rate(prof.vision_lr)   # checked even when the tower is frozen and the rate goes unused
     trainer.vision_lr = None if prof.freeze_vision else rate
@@ -391,7 +393,8 @@ def _launched(call, # train_sft's arguments
     out = Path(call["out_dir"]); out.mkdir(parents=True, exist_ok=True)
     if call["model"] is None: base_model(prof, out, call["seed"])  # the tiny model is built once, here, not by every process
     if not isinstance(call["data"], (str, Path)): call["data"] = as_sft_dataset(call["data"])  # a table (launch maps it), not PIL images
-    return launch("speco3.sft:train_sft", call, out, processes, shard=torch.cuda.is_available(), progress=call["progress"])
+    return launch("speco3.sft:train_sft", call, out, processes, shard=torch.cuda.is_available(),
+                  progress=call["progress"])
 
 _CALL_ARGS = ("data", "out_dir", "profile", "model", "lora", "resume", "seed", "name", "callbacks", "progress")
 
@@ -419,17 +422,20 @@ def train_sft(data, # a Dataset, a list of chats/rows, a folder written by speco
               **overrides) -> dict: # profile fields (learning_rate, max_steps, save_steps, ...) or other SFTConfig arguments
     "Cold-start SFT of a Qwen2.5-VL on assistant tokens only; returns final metrics and the paths it wrote."
     if check_processes(processes) > 1 and world_size() == 1:
-        return _launched(dict(data=data, out_dir=out_dir, profile=profile, model=model, lora=lora, resume=resume, seed=seed,
+        return _launched(dict(data=data, out_dir=out_dir, profile=profile, model=model, lora=lora, resume=resume,
+                              seed=seed,
                               name=name, callbacks=callbacks, progress=progress, **overrides), processes)
     t0, out = time.perf_counter(), Path(out_dir)
-    trainer = sft_trainer(data, out, profile, model, lora=lora, seed=seed, callbacks=callbacks, progress=progress, **overrides)
+    trainer = sft_trainer(data, out, profile, model, lora=lora, seed=seed, callbacks=callbacks,
+                          progress=progress, **overrides)
     s = dict(trainer.speco3, name=name or trainer.speco3["name"])
     last = last_checkpoint(out)
     check_resume(out, s, last, resume, _SAME)
     if (done := finished_run(out, last, resume)): return done
     main = trainer.is_world_process_zero()  # one process writes the run's files
     if main: print_settings(f"SFT run {s['name']!r}: {'LoRA' if s['lora'] else 'full fine-tuning'}, seed {s['seed']}, model {s['model']}, "
-                   f"{s['n_examples']} conversations, frozen: {', '.join(s['frozen']) or 'nothing'}", {**s["profile"], **s["sft_args"]})
+                   f"{s['n_examples']} conversations, frozen: {', '.join(s['frozen']) or 'nothing'}",
+                   {**s["profile"], **s["sft_args"]})
     if main: (out / "config.json").write_text(json.dumps(s, indent=1, default=str))
     result = trainer.train(resume_from_checkpoint=last if resume and last else None)
     final = out / "model"

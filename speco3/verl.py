@@ -143,7 +143,8 @@ def tool_config(style:str=PAPER_STYLE # renderer style of the tool's plots (a ke
     from speco3.render import STYLES
     if style not in STYLES: raise ValueError(f"style: unknown style {style!r}; choose one of {sorted(STYLES)}")
     return {"tools": [{"class_name": f"{TOOL_MODULE.removesuffix('.py')}.{TOOL_CLASS}",
-                       "config": {"type": "native", "style": style}, "tool_schema": json.loads(json.dumps(TOOL_SCHEMA))}]}
+                       "config": {"type": "native", "style": style},
+                       "tool_schema": json.loads(json.dumps(TOOL_SCHEMA))}]}
 
 # %% ../nbs/15_verl.ipynb #da24c9cb
 class _Dumper(yaml.SafeDumper):
@@ -281,7 +282,8 @@ cd "$RUN_DIR"
 
 # %% ../nbs/15_verl.ipynb #20603b3a
 VERL_REQUIREMENTS = ["verl==0.9.1", "cachetools", "uvicorn", "fastapi"]  # verl's agent loop imports the last three undeclared
-_CORE_FALLBACK = ["numpy>=2.0", "astropy>=6.0", "specutils>=2.4,<3", "pandas>=2.2", "pyarrow>=15", "matplotlib>=3.9,<3.12", "pillow>=10", "tqdm", "pyyaml>=6"]
+_CORE_FALLBACK = ["numpy>=2.0", "astropy>=6.0", "specutils>=2.4,<3", "pandas>=2.2", "pyarrow>=15",
+                  "matplotlib>=3.9,<3.12", "pillow>=10", "tqdm", "pyyaml>=6"]
 
 def core_requirements() -> list:
     "speco3's core requirements (no extras), from its installed metadata; settings.ini's `requirements` when not installed."
@@ -470,14 +472,16 @@ def export_verl(out, # the run directory to write
                                                             "processes draw the tool's plots, not what is learnt"}
     (out / "config" / "speco3_grpo.yaml").write_text(_yaml(cfg, head, notes), encoding="utf-8")
     (out / "config" / "tool_config.yaml").write_text(
-        _yaml(tools, "the spectral visualization tool: speco3_verl_tool.py, schema = speco3.tool.TOOL_SCHEMA"), encoding="utf-8")
+        _yaml(tools, "the spectral visualization tool: speco3_verl_tool.py, schema = speco3.tool.TOOL_SCHEMA"),
+        encoding="utf-8")
     (out / TOOL_MODULE).write_text(_TOOL_PY, encoding="utf-8")
     (out / REWARD_MODULE).write_text(_REWARD_PY, encoding="utf-8")
     sh = (_RUN_SH.replace("@NNODES@", str(nnodes)).replace("@GPUS@", str(cfg["trainer"]["n_gpus_per_node"]))
                  .replace("@DATA@", " ".join(names(train) + names(val))))
     (out / "run.sh").write_text(sh, encoding="utf-8"); (out / "run.sh").chmod(0o755)
     (out / "requirements-verl.txt").write_text(_requirements_txt(), encoding="utf-8")
-    (out / "README.md").write_text(_readme(p, cfg, train, val, Path(data).resolve() if data else None), encoding="utf-8")
+    (out / "README.md").write_text(_readme(p, cfg, train, val, Path(data).resolve() if data else None),
+                                   encoding="utf-8")
     (out / "data" / "README.md").write_text(_data_readme(names(train), names(val), links), encoding="utf-8")
     return out
 
