@@ -306,11 +306,10 @@ def _requirements_txt():
         "# speco3's core: the tool and reward modules import only speco3.tool and speco3.reward",
         *core_requirements(), ""])
 
-# %% ../nbs/15_verl.ipynb #340a3dc8
-def _readme(p, cfg, train, val, data_src):
-    a, r = cfg["actor_rollout_ref"], cfg["actor_rollout_ref"]["rollout"]
-    mt = r["multi_turn"]
-    files = "\n".join(f"| `{f}` | {what} |" for f, what in [
+# %% ../nbs/15_verl.ipynb #3b80e416
+def _readme_files():
+    "The README's table of the run directory's files."
+    return "\n".join(f"| `{f}` | {what} |" for f, what in [
         ("config/speco3_grpo.yaml", "the Hydra config: verl 0.9.1's `ppo_trainer` defaults plus the settings below"),
         ("config/tool_config.yaml", f"the tool: `{TOOL_MODULE[:-3]}.{TOOL_CLASS}` and its schema (`speco3.tool.TOOL_SCHEMA`)"),
         (TOOL_MODULE, "verl `BaseTool` subclass; each call builds the sample's `speco3.tool.SpectralVisualizationTool`"),
@@ -320,6 +319,35 @@ def _readme(p, cfg, train, val, data_src):
         ("requirements-verl.txt", "the verl environment"),
         ("checkpoints/, rollouts/, validation/, logs/", "written by the run: checkpoints (with a Hugging Face copy), "
          "rollout and validation generations as JSON lines, metrics and the console log")])
+
+# %% ../nbs/15_verl.ipynb #95edb8c8
+def _readme_settings(cfg):
+    "The README's settings section: the run's main settings and its response budget."
+    a, r = cfg["actor_rollout_ref"], cfg["actor_rollout_ref"]["rollout"]
+    mt = r["multi_turn"]
+    return f"""## Settings
+
+| setting | value |
+|---|---|
+| model | `{a["model"]["path"]}` |
+| nodes × GPUs | {cfg["trainer"]["nnodes"]} × {cfg["trainer"]["n_gpus_per_node"]} |
+| questions per step / PPO mini-batch | {cfg["data"]["train_batch_size"]} / {a["actor"]["ppo_mini_batch_size"]} |
+| rollouts per question | {r["n"]} |
+| learning rate | {a["actor"]["optim"]["lr"]} |
+| KL | none (`use_kl_loss: false`, `use_kl_in_reward: false`, coefficients 0) |
+| tool calls / assistant turns | ≤ {mt["max_user_turns"]} / ≤ {mt["max_assistant_turns"]} |
+| prompt / response tokens | {cfg["data"]["max_prompt_length"]} / {cfg["data"]["max_response_length"]} |
+| rollout engine | {r["name"]}, tensor parallel {r["tensor_model_parallel_size"]}, {r["gpu_memory_utilization"]} of GPU memory |
+| epochs, checkpoint and validation every | {cfg["trainer"]["total_epochs"]}, {cfg["trainer"]["save_freq"]} steps |
+
+The response budget holds the worst case of the protocol: K = {MAX_TOOL_CALLS} tool replies of at most
+{IMAGE_TOKENS} image tokens (a full-spectrum plot) and {TOOL_REPLY_TOKENS} text tokens each, plus K + 1 assistant
+turns of {ASSISTANT_TOKENS} tokens: K·(I + R) + (K + 1)·A = {response_length(multiple=1)}; the authors' limit,
+{cfg["data"]["max_response_length"]}, holds it with room to spare. A rollout that reaches it stops, usually without an answer."""
+
+# %% ../nbs/15_verl.ipynb #340a3dc8
+def _readme(p, cfg, train, val, data_src):
+    a = cfg["actor_rollout_ref"]
     return f"""# speco3 GRPO on verl — run directory (profile `{p.name}`)
 
 Written by `speco3 export verl --profile {p.name}`. It trains the Spec-o3 agent with GRPO on verl 0.9.1: {ROLLOUT_N}
@@ -329,7 +357,7 @@ rollouts per question, up to {MAX_TOOL_CALLS} calls of the spectral visualizatio
 
 | file | what |
 |---|---|
-{files}
+{_readme_files()}
 
 ## Setting up
 
@@ -356,25 +384,7 @@ PYTHON=~/venvs/verl/bin/python bash run.sh trainer.total_epochs=1        # any H
 The directory, the model and the data must be at the same path on every node (a shared filesystem). verl resumes
 from the last checkpoint in `checkpoints/` (`trainer.resume_mode=auto`).
 
-## Settings
-
-| setting | value |
-|---|---|
-| model | `{a["model"]["path"]}` |
-| nodes × GPUs | {cfg["trainer"]["nnodes"]} × {cfg["trainer"]["n_gpus_per_node"]} |
-| questions per step / PPO mini-batch | {cfg["data"]["train_batch_size"]} / {a["actor"]["ppo_mini_batch_size"]} |
-| rollouts per question | {r["n"]} |
-| learning rate | {a["actor"]["optim"]["lr"]} |
-| KL | none (`use_kl_loss: false`, `use_kl_in_reward: false`, coefficients 0) |
-| tool calls / assistant turns | ≤ {mt["max_user_turns"]} / ≤ {mt["max_assistant_turns"]} |
-| prompt / response tokens | {cfg["data"]["max_prompt_length"]} / {cfg["data"]["max_response_length"]} |
-| rollout engine | {r["name"]}, tensor parallel {r["tensor_model_parallel_size"]}, {r["gpu_memory_utilization"]} of GPU memory |
-| epochs, checkpoint and validation every | {cfg["trainer"]["total_epochs"]}, {cfg["trainer"]["save_freq"]} steps |
-
-The response budget holds the worst case of the protocol: K = {MAX_TOOL_CALLS} tool replies of at most
-{IMAGE_TOKENS} image tokens (a full-spectrum plot) and {TOOL_REPLY_TOKENS} text tokens each, plus K + 1 assistant
-turns of {ASSISTANT_TOKENS} tokens: K·(I + R) + (K + 1)·A = {response_length(multiple=1)}; the authors' limit,
-{cfg["data"]["max_response_length"]}, holds it with room to spare. A rollout that reaches it stops, usually without an answer.
+{_readme_settings(cfg)}
 
 ## Data
 
