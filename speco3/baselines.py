@@ -32,6 +32,7 @@ def grid(n_pix:int=N_PIX # points on the grid
         raise ValueError(f"n_pix must be an integer >= {MIN_GOOD}, got {n_pix!r}")
     return np.geomspace(*FEATURE_RANGE, int(n_pix))
 
+# %% ../nbs/15a_baselines.ipynb #f60a2bbc
 def _as_spectrum(x, n_pix, i):
     "A Spectrum from a Spectrum, a benchmark row, a path, or a flux array on `grid(n_pix)` (item `i` of the input)."
     if isinstance(x, Spectrum): return x
@@ -63,6 +64,7 @@ def _on_grid(s, g):
     if not med > 0: raise SpectrumError(f"{s.source}: median flux {med:.3g} is not positive; cannot normalise")
     return np.where(ok, np.clip(r.flux / med - 1, -5, 20), 0.0), ok
 
+# %% ../nbs/15a_baselines.ipynb #3ab32f43
 def prepare(items, # spectra: Spectrum objects, SpecVI-Bench rows, paths, or flux arrays on `grid(n_pix)`
             n_pix:int=N_PIX, # grid points
             derivative:bool=False # add the flux's point-to-point change as a middle channel
@@ -186,6 +188,7 @@ def _settle_batch_norm(model, X, batch_size=256):
     with torch.no_grad():
         for i in range(0, len(X), batch_size): model(X[i:i + batch_size])
 
+# %% ../nbs/15a_baselines.ipynb #144e63f5
 def fit(model:nn.Module, # a classifier: prepared arrays -> one logit per spectrum
         X, y, # training arrays (n, channels, n_pix) and labels (n,)
         X_val, y_val, # validation arrays and labels
@@ -436,6 +439,7 @@ def _median_per_item(fn, n, runs):
         t0 = time.perf_counter(); out = fn(); times.append((time.perf_counter() - t0) / n)
     return float(np.median(times)), out
 
+# %% ../nbs/15a_baselines.ipynb #ba447709
 def throughput(rows, # SpecVI-Bench rows to time (any tasks)
                specialists=(), # Specialist objects (their task does not matter for timing)
                styles=("fast",), # renderer styles to time the agent-loop policies with
@@ -451,7 +455,8 @@ def throughput(rows, # SpecVI-Bench rows to time (any tasks)
     if not (isinstance(runs, int) and runs >= 1): raise ValueError(f"runs must be an integer >= 1, got {runs!r}")
     n, out = len(rows), []
     read_s, samples = _median_per_item(lambda: [as_sample(r) for r in rows], n, runs)
-    add = lambda policy, stage, s, note="": out.append(dict(policy=policy, stage=stage, s_per_spectrum=s, spectra_per_s=1 / s if s > 0 else np.nan, note=note))
+    add = lambda policy, stage, s, note="": out.append(dict(policy=policy, stage=stage, s_per_spectrum=s,
+                                                            spectra_per_s=1 / s if s > 0 else np.nan, note=note))
     from speco3.expert import ScriptedExpertPolicy
     if policies is None: policies = {"Scripted expert": ScriptedExpertPolicy()}
     for (label, pol), style in [(lp, st) for lp in policies.items() for st in styles]:
@@ -476,7 +481,8 @@ def throughput(rows, # SpecVI-Bench rows to time (any tasks)
         add(sp.name, "resample onto the grid", feat)
         add(sp.name, "model", model, f"one batch of {n}")
         add(sp.name, "total", read_s + feat + model)
-    for name, s in (PAPER_PACE.items() if anchors else ()): add(name, "total", s, "quoted from the paper, not measured here")
+    for name, s in (PAPER_PACE.items() if anchors else ()): add(name, "total", s,
+                                                                "quoted from the paper, not measured here")
     return pd.DataFrame(out)
 
 # %% ../nbs/15a_baselines.ipynb #2381aa5d
@@ -490,7 +496,8 @@ def train_baselines(data, # a benchmark folder (SpecVI-Sim build) with train spl
     from speco3.bench import sample, archive_mix
     rows = {t: load_samples(data, task=t, split="train") for t in tasks}
     X = {t: prepare(r, derivative=True) for t, r in rows.items()}
-    fit_kw = dict(max_epochs=settings["max_epochs"], patience=settings["patience"], batch_size=settings["batch_size"], device=device)
+    fit_kw = dict(max_epochs=settings["max_epochs"], patience=settings["patience"],
+                  batch_size=settings["batch_size"], device=device)
     sps, log = {}, []
     for arch in ARCHS:
         for t in tasks:
@@ -500,20 +507,24 @@ def train_baselines(data, # a benchmark folder (SpecVI-Sim build) with train spl
     unlabeled = [s for t in tasks for s in sample(archive_mix(t), n_extra, seed=seed, tag=f"baselines-pretrain-{t}")]
     corpus = np.concatenate([X[t][:, [0, -1]] for t in tasks] + ([prepare(unlabeled)] if unlabeled else []))
     t0 = time.time()
-    enc, curve = pretrain(corpus, seed=seed, max_epochs=settings["pretrain_epochs"], patience=settings["pretrain_patience"],
+    enc, curve = pretrain(corpus, seed=seed, max_epochs=settings["pretrain_epochs"],
+                          patience=settings["pretrain_patience"],
                           batch_size=settings["pretrain_batch"], device=device)
     pretrain_s = time.time() - t0
     for t in tasks:
         sp = sps[(NAMES["astroclip"], t)] = train_probe(enc, t, rows[t], seed=seed, X=X[t][:, [0, -1]])
         log.append(dict(policy=sp.name, task=t, **sp.info))
-    return dict(specialists=sps, train_log=log, pretrain_curve=curve, pretrain_s=pretrain_s, corpus=len(corpus), unlabeled=len(unlabeled))
+    return dict(specialists=sps, train_log=log, pretrain_curve=curve, pretrain_s=pretrain_s, corpus=len(corpus),
+                unlabeled=len(unlabeled))
 
+# %% ../nbs/15a_baselines.ipynb #309304c8
 def _build_key(data, profile, seed, settings):
     "What the saved baselines must have been trained with to be reused."
     stats = Path(data) / "stats.json"
     s = json.loads(stats.read_text()) if stats.exists() else {}
     import speco3.baselines as module   # the exported file, also when this runs inside the chapter
-    return dict(profile=profile, seed=int(seed), settings=settings, code=hashlib.sha256(Path(module.__file__).read_bytes()).hexdigest()[:12],
+    return dict(profile=profile, seed=int(seed), settings=settings,
+                code=hashlib.sha256(Path(module.__file__).read_bytes()).hexdigest()[:12],
                 build={k: s.get(k) for k in ("format", "profile", "seed", "simulator_sha256", "sizes")})
 
 def baselines_for(data, # the benchmark folder the specialists are trained on

@@ -253,8 +253,10 @@ def _zooms(rec):
 def _windows(rec):
     "The windows the trajectory zoomed into (answered calls that gave a wavelength_range)."
     return [r["window"] for c, r in _zooms(rec)
-            if r.get("ok") and r.get("window") and isinstance(c.get("arguments"), dict) and "wavelength_range" in c["arguments"]]
+            if r.get("ok") and r.get("window") and isinstance(c.get("arguments"), dict)
+            and "wavelength_range" in c["arguments"]]
 
+# %% ../nbs/12_coldstart.ipynb #19e92e0f
 def _f_label(rec, ctx):
     if rec.get("truth") not in ("YES", "NO"): return "no label"
     if rec.get("prediction") != rec["truth"]: return f"answer {rec.get('prediction')} but label {rec['truth']}"
@@ -286,9 +288,11 @@ def _f_zoom(rec, ctx):
     if ctx["tool"] and not _windows(rec): return "no zoom"
     if not ctx["tool"] and _zooms(rec): return f"{len(_zooms(rec))} tool call(s) in a no-tool draft"
 
+# %% ../nbs/12_coldstart.ipynb #94cefe8a
 def _f_repeats(rec, ctx):
     seen = Counter(tuple(round(float(x), 1) for x in c["arguments"]["wavelength_range"]) for c, r in _zooms(rec)
-                   if isinstance(c.get("arguments"), dict) and isinstance(c["arguments"].get("wavelength_range"), (list, tuple))
+                   if isinstance(c.get("arguments"), dict)
+                   and isinstance(c["arguments"].get("wavelength_range"), (list, tuple))
                    and all(isinstance(x, (int, float)) for x in c["arguments"]["wavelength_range"]))
     rep = [w for w, n in seen.items() if n > 1]
     if rep: return f"window {list(rep[0])} asked for {seen[rep[0]]} times"
@@ -309,7 +313,8 @@ def _f_test_overlap(rec, ctx):
         if rec.get(key) and str(rec[key]) in ctx["test_ids"]: return f"{key} {str(rec[key])[:40]} is in a test split"
 
 FILTERS = {"label": _f_label, "format": _f_format, "tool_calls": _f_tool_calls, "wavelengths": _f_wavelengths,
-           "zoom": _f_zoom, "repeats": _f_repeats, "length": _f_length, "leak": _f_leak, "test_overlap": _f_test_overlap}
+           "zoom": _f_zoom, "repeats": _f_repeats, "length": _f_length, "leak": _f_leak,
+           "test_overlap": _f_test_overlap}
 
 # %% ../nbs/12_coldstart.ipynb #c2fef16f
 def heldout_keys(source # a SpecVI-Bench folder or file (every test_* file is read), a DataFrame, or a list of rows
@@ -317,7 +322,8 @@ def heldout_keys(source # a SpecVI-Bench folder or file (every test_* file is re
     "Every id of every test row: sample names, object ids and flux fingerprints (to catch renamed copies)."
     if isinstance(source, (str, Path)):
         from speco3.bench import load
-        frames = [df for stem, df in load(source, columns=["extra_info", "object_id"]).items() if Path(stem).name.startswith("test")]
+        frames = [df for stem, df in load(source, columns=["extra_info", "object_id"]).items()
+                  if Path(stem).name.startswith("test")]
     elif isinstance(source, pd.DataFrame): frames = [source]
     else: frames = [pd.DataFrame(list(source))]
     keys = set()
@@ -334,6 +340,7 @@ def heldout_keys(source # a SpecVI-Bench folder or file (every test_* file is re
             if flux is not None: keys.add(array_sha256(np.asarray(flux, float)))
     return keys
 
+# %% ../nbs/12_coldstart.ipynb #8e137bd6
 def check_draft(record:dict, # a draft record
           test_ids=frozenset(), # ids from `heldout_keys` (names, object ids, fingerprints)
           max_chars:int=MAX_CHARS, # length limit, characters of assistant text
@@ -349,6 +356,7 @@ def check_draft(record:dict, # a draft record
         if why: out[name] = why
     return out
 
+# %% ../nbs/12_coldstart.ipynb #20a5cf50
 def qc(records, # draft records (read_trajectories of a draft run)
        test_ids=frozenset(), # ids that must not be trained on (`heldout_keys(bench_dir)`)
        **limits # max_chars, max_turns, tol, tool (see `check_draft`)
@@ -581,16 +589,19 @@ def _vote_event(row, n, where, st, recs, digest, now):
         return None, [at("revision", f"revision {rev} was already edited into revision {st[sid]['revision']}; "
                                      "export a fresh sheet and edit the current text")]
     ts = _timestamp(row.get("timestamp", ""))
-    if ts is False: return None, [at("timestamp", f"{row['timestamp'][:30]!r} is not an ISO 8601 time such as 2026-05-01T14:03:00Z")]
+    if ts is False: return None, [at("timestamp",
+                                     f"{row['timestamp'][:30]!r} is not an ISO 8601 time such as 2026-05-01T14:03:00Z")]
     e = {"event": "vote", "sample_id": sid, "reviewer": row["reviewer"], "vote": vote, "revision": rev,
          "comment": row.get("comment", ""), "timestamp": ts or now, "sheet": digest, "row": n}
     if vote == "edit":
-        if not row.get("edited_text", "").strip(): return None, [at("edited_text", "empty; an edit needs the corrected text")]
+        if not row.get("edited_text", "").strip(): return None, [at("edited_text",
+                                                                    "empty; an edit needs the corrected text")]
         texts, why = _check_edit(recs[sid], row["edited_text"])
         if why: return None, [at("edited_text", why)]
         e["texts"] = texts
     return e, []
 
+# %% ../nbs/12_coldstart.ipynb #e0cce103
 def import_review(run_dir, # the draft run folder
                   sheet:str="review.csv", # the filled sheet (a name in run_dir or a path)
                   min_accept:int=MIN_ACCEPT, # accept votes needed (for the returned status)
@@ -678,6 +689,7 @@ def sft_features():
     return datasets.Features({"messages": datasets.Value("string"), "images": datasets.List(datasets.Image()),
                               **{k: datasets.Value("string") for k in PROVENANCE}})
 
+# %% ../nbs/12_coldstart.ipynb #3a5a8e23
 def sft_table(records, # accepted (or QC-kept) draft records
               run_dir, # the draft run folder their image paths are relative to
               zoom:bool=True): # False: no-tool drafts (the no-tool prompt)
@@ -691,6 +703,7 @@ def sft_table(records, # accepted (or QC-kept) draft records
         for k in PROVENANCE: cols[k].append(str(r.get(k) or ""))
     return datasets.Dataset.from_dict(cols, features=sft_features())
 
+# %% ../nbs/12_coldstart.ipynb #5df4ca54
 def export_sft(run_dir, # the reviewed draft run folder
                out, # a folder (datasets save_to_disk) or a file ending in .parquet
                min_accept:int=MIN_ACCEPT, # acceptance rule (see the review section)
@@ -712,6 +725,7 @@ def export_sft(run_dir, # the reviewed draft run folder
     finally: restore()
     return out
 
+# %% ../nbs/12_coldstart.ipynb #afa46c10
 def _inline(batch):
     "with_transform: parse `messages` and put each image where its placeholder is; `images` left empty for TRL."
     msgs_out = []
@@ -780,13 +794,15 @@ def export_sharegpt(run_dir, # the reviewed draft run folder
 
 # %% ../nbs/12_coldstart.ipynb #35ca1f66
 SHAREGPT_DEFAULTS = {"messages": "conversations", "images": "images", "system": None, "role_tag": "from",
-                     "content_tag": "value", "user_tag": "human", "assistant_tag": "gpt", "observation_tag": "observation",
+                     "content_tag": "value", "user_tag": "human", "assistant_tag": "gpt",
+                     "observation_tag": "observation",
                      "function_tag": "function_call", "system_tag": "system"}  # LLaMA-Factory's defaults for sharegpt
 _RESPONSES = "\n</tool_response>\n<tool_response>\n"  # between several tool answers in one observation (export_sharegpt)
 _EXTRA = ("sample_id", "task", "truth", "object_id", "drafter")
 
 _INFO_FILES = ("dataset_info.json", "data_info.json")  # LLaMA-Factory's name, and the one the authors' release uses
-_ALIASES = {"sample_id": ("sample_id", "sample_index"), "task": ("task", "data_source"), "truth": ("truth", "ground_truth"),
+_ALIASES = {"sample_id": ("sample_id", "sample_index"), "task": ("task", "data_source"),
+            "truth": ("truth", "ground_truth"),
             "object_id": ("object_id", "source_name"), "drafter": ("drafter",)}  # our provenance column <- the names rows may use
 
 def _sharegpt_parquet(path):
@@ -805,6 +821,7 @@ def is_sharegpt(path # a dataset path
     if path.is_dir() and any((path / n).is_file() for n in _INFO_FILES): return True
     return path.suffix in (".json", ".jsonl") or bool(_sharegpt_parquet(path))
 
+# %% ../nbs/12_coldstart.ipynb #fc0478d6
 def sharegpt_spec(path, # a ShareGPT folder (with dataset_info.json) or a .json/.jsonl file
                   name:str|None=None # the dataset_info.json entry (None: the only sharegpt one, or the one naming the file)
                  ) -> tuple:
@@ -824,6 +841,7 @@ def sharegpt_spec(path, # a ShareGPT folder (with dataset_info.json) or a .json/
     spec = {**SHAREGPT_DEFAULTS, **entry.get("columns", {}), **entry.get("tags", {})}
     return (folder / entry["file_name"] if path.is_dir() else path), folder, spec
 
+# %% ../nbs/12_coldstart.ipynb #5ef3e39b
 def _read_rows(file):
     "The rows of a ShareGPT .json (a list), .jsonl or .parquet file."
     if file.suffix == ".parquet":
@@ -865,8 +883,10 @@ def _sharegpt_assistant(value, where, function=False):
     except json.JSONDecodeError as e: raise ValueError(f"{where}: a tool call is not JSON ({e})") from None
     calls = [_call(c, where) for c in (found if isinstance(found, list) else [found])]
     text = "" if function else "\n".join(p.strip() for p in _CALL_BLOCK.split(value) if p.strip())
-    return {"role": "assistant", "content": [{"type": "text", "text": text}], **({"tool_calls": calls} if calls else {})}
+    return {"role": "assistant", "content": [{"type": "text", "text": text}],
+            **({"tool_calls": calls} if calls else {})}
 
+# %% ../nbs/12_coldstart.ipynb #97bfce6f
 def sharegpt_messages(row:dict, # one ShareGPT row
                       spec:dict, # columns and tags (`sharegpt_spec`)
                       where:str # "file row n", for errors
@@ -886,15 +906,18 @@ def sharegpt_messages(row:dict, # one ShareGPT row
         if not isinstance(value, str): raise ValueError(f"{at}: {spec['content_tag']!r} must be text")
         role = roles[tag]
         if role in ("assistant", "function"): msgs.append(_sharegpt_assistant(value, at, function=role == "function"))
-        elif role == "tool": msgs += [{"role": "tool", "name": TOOL_NAME, "content": _parts(v)} for v in value.split(_RESPONSES)]
+        elif role == "tool": msgs += [{"role": "tool", "name": TOOL_NAME, "content": _parts(v)}
+                                      for v in value.split(_RESPONSES)]
         else: msgs.append({"role": role, "content": _parts(value)})
     return msgs
 
+# %% ../nbs/12_coldstart.ipynb #6eca8dd0
 def _image_of(entry, # a row's image: a path relative to the media folder, or a {'bytes', 'path'} struct (a Hub parquet export)
               media, # the media folder
               where): # "file row n", for errors
     "The image as the {'bytes', 'path'} struct `datasets.Image` stores."
-    if isinstance(entry, dict) and entry.get("bytes"): return {"bytes": entry["bytes"], "path": Path(entry.get("path") or "image.png").name}
+    if isinstance(entry, dict) and entry.get("bytes"): return {"bytes": entry["bytes"],
+                                                               "path": Path(entry.get("path") or "image.png").name}
     rel = entry.get("path") if isinstance(entry, dict) else entry
     if not isinstance(rel, str) or not rel: raise ValueError(f"{where}: an image entry is neither a path nor a struct with bytes ({type(entry).__name__})")
     q = media / rel
@@ -919,6 +942,7 @@ def _sharegpt_sources(path, name):
     if not file.is_file(): raise FileNotFoundError(f"{file}: the ShareGPT data file is missing")
     return [(file, media, spec)]
 
+# %% ../nbs/12_coldstart.ipynb #c374d8ca
 def sharegpt_dataset(path, # a ShareGPT folder (dataset_info.json or data_info.json), a .json/.jsonl file, or a Hub parquet export
                      name:str|None=None # the dataset_info.json entry (see `sharegpt_spec`)
                     ):
@@ -936,9 +960,9 @@ def sharegpt_dataset(path, # a ShareGPT folder (dataset_info.json or data_info.j
             cols["images"].append([_image_of(p, media, where) for p in paths])
             for k, v in _provenance_of(row).items(): cols[k].append(v)
     if not cols["messages"]: raise ValueError(f"{path}: a ShareGPT dataset with no rows")
-    feats = datasets.Features({**{k: datasets.Value("string") for k in cols}, "images": datasets.List(datasets.Image())})
+    feats = datasets.Features({**{k: datasets.Value("string") for k in cols},
+                               "images": datasets.List(datasets.Image())})
     return datasets.Dataset.from_dict(cols, features=feats)
-
 
 # %% ../nbs/12_coldstart.ipynb #ffa68f61
 def open_coldstart(path # the project's export folder (trl/, export.json), an authors' ShareGPT folder or file, or a Hub parquet export

@@ -137,9 +137,11 @@ def grpo_example(row, # a SpecVI-Bench row (dict)
         if row.get("data_source") not in TASKS: raise ValueError(f"{name}: data_source {row.get('data_source')!r} is not a task, so the brief prompt has no question for it")
         msgs[0], user = {"role": "system", "content": system_text(zoom=zoom, prompt="brief")}, user_prompt(row["data_source"], guidelines=False)
     elif not zoom: msgs[0] = {"role": "system", "content": system_text(zoom=False)}
-    return dict(prompt=[msgs[0], {"role": "user", "content": user[len(IMAGE_TOKEN):]}], images=[_overview(row, ck, style, name)],
+    return dict(prompt=[msgs[0], {"role": "user", "content": user[len(IMAGE_TOKEN):]}],
+                images=[_overview(row, ck, style, name)],
                 create_kwargs=ck, ground_truth=yes_no(truth), task=row.get("data_source"), sample_id=name)
 
+# %% ../nbs/14_grpo.ipynb #a116393d
 def grpo_rows(data, # a SpecVI-Bench folder, a parquet file, or a list of rows
               split="train", # for a folder: the split to read
               tasks=PAPER_TASKS): # keep rows of these tasks (data_source)
@@ -150,6 +152,7 @@ def grpo_rows(data, # a SpecVI-Bench folder, a parquet file, or a list of rows
     if not rows: raise ValueError(f"{data if isinstance(data, (str, Path)) else 'the rows'}: no {split} rows of tasks {', '.join(tasks)}")
     return rows
 
+# %% ../nbs/14_grpo.ipynb #42204ee0
 def grpo_dataset(data, # what `grpo_rows` reads, or a list of rows
                  style=PAPER_STYLE, # renderer style of the run (overview and zooms)
                  split="train", # for a folder: the split
@@ -334,6 +337,7 @@ class _GRPOTrainer(ResumeFullWeights, SharesCores, GRPOTrainer):
             if isinstance(fields.get(k), list): fields[k] = torch.as_tensor(np.stack(fields[k]))
         return ids, images, fields
 
+# %% ../nbs/14_grpo.ipynb #21ad8fe0
 _VISION = ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>", "<|vision_pad|>")
 
 def _vision_ids(processor):
@@ -352,6 +356,17 @@ def _start(prof, init, out, seed):
     if prof.needs_init: raise ValueError(f"profile {prof.name!r} starts from an SFT checkpoint: pass init=<the SFT run folder or its model/>")
     return base_model(prof, out, seed)
 
+# %% ../nbs/14_grpo.ipynb #e474374f
+def _budget(processor, prof):
+    "`completion_budget` of the profile's tool calls and styles, with a warning when `max_completion_length` holds less."
+    budget = completion_budget(processor, prof.max_tool_calls, prof.style, prof.reasoning_tokens, prof.answer_tokens)
+    if prof.max_completion_length < budget["total"]:
+        warnings.warn(f"max_completion_length {prof.max_completion_length} holds fewer than {prof.max_tool_calls} plots with "
+                      f"{prof.reasoning_tokens} reasoning tokens each (needs {budget['total']}); TRL drops tool replies that do not fit, "
+                      "counted in the log as dropped_tool_images")
+    return budget
+
+# %% ../nbs/14_grpo.ipynb #81b4d45b
 def grpo_trainer(data, # a SpecVI-Bench folder/parquet/rows, or a Dataset made by grpo_dataset
                  out_dir, # run folder: checkpoints/, model/, config.json, rewards.csv, figures/
                  init=None, # the SFT run folder (its model/), a model folder / hub id, or a loaded model; None: the profile's model
@@ -374,22 +389,21 @@ def grpo_trainer(data, # a SpecVI-Bench folder/parquet/rows, or a Dataset made b
         init = source
     else:
         source = _start(prof, init, out, seed)
-        model, processor = load_model(source, torch.bfloat16 if prof.bf16 and not prof.master_fp32 else torch.float32, processor)  # bf16 compute: autocast
+        model, processor = load_model(source, torch.bfloat16 if prof.bf16 and not prof.master_fp32
+                                      else torch.float32, processor)  # bf16 compute: autocast
     install_template(processor)
     frozen = freeze_vision(model) if prof.freeze_vision else []
     zoom = prof.max_tool_calls > 0  # max_tool_calls=0: the retrained no-tool variant (no tool in the prompt or the run)
     said = saved_context(source).get("prompt")
     if said and said != check_prompt(prof.prompt):
         warnings.warn(f"{source} was trained with the {said!r} prompt and GRPO asks in the {prof.prompt!r} one (profile {prof.name!r}); pass prompt={said!r} to keep them the same")
-    ds = data if isinstance(data, Dataset) else grpo_dataset(data, style=prof.style, seed=seed, zoom=zoom, prompt=prof.prompt)
+    ds = data if isinstance(data, Dataset) else grpo_dataset(data, style=prof.style, seed=seed, zoom=zoom,
+                                                             prompt=prof.prompt)
     if prof.prompt == "brief":  # the brief text names the call itself: TRL passes the tool schemas, the template leaves them out
         extra["chat_template_kwargs"] = {**(extra.get("chat_template_kwargs") or {}), "tools_in_system": False}
-    budget = completion_budget(processor, prof.max_tool_calls, prof.style, prof.reasoning_tokens, prof.answer_tokens)
-    if prof.max_completion_length < budget["total"]:
-        warnings.warn(f"max_completion_length {prof.max_completion_length} holds fewer than {prof.max_tool_calls} plots with "
-                      f"{prof.reasoning_tokens} reasoning tokens each (needs {budget['total']}); TRL drops tool replies that do not fit, "
-                      "counted in the log as dropped_tool_images")
-    extra["generation_kwargs"] = ban_tokens(extra.get("generation_kwargs"), _vision_ids(processor), vllm=extra.get("use_vllm", False))
+    budget = _budget(processor, prof)
+    extra["generation_kwargs"] = ban_tokens(extra.get("generation_kwargs"), _vision_ids(processor),
+                                            vllm=extra.get("use_vllm", False))
     reward = make_reward(prof.alpha)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*environment_factory.*experimental")
@@ -417,10 +431,13 @@ def save_reward_curve(log_history, # trainer.state.log_history
         for key, color in (("reward", "C0"), ("accuracy", "C1"), ("format_valid", "C2")):
             y = np.array([r[key] if r[key] is not None else np.nan for r in rows], float)
             ax.plot(steps, y, color=color, alpha=0.3, lw=1)
-            if len(y) >= k: ax.plot(steps[k - 1:], np.convolve(y, np.ones(k) / k, "valid"), color=color, label=f"{key} ({k}-step mean)")
+            if len(y) >= k: ax.plot(steps[k - 1:], np.convolve(y, np.ones(k) / k, "valid"), color=color,
+                                    label=f"{key} ({k}-step mean)")
         ax.set(xlabel="optimiser step", ylabel="per-step mean", title=f"GRPO: {name}"); ax.legend(fontsize=8)
-    return write_curve(log_history, out_dir, _LOGGED, "reward", "rewards.csv", f"grpo_reward_{name}.png", plot, figsize=(7, 3.5))
+    return write_curve(log_history, out_dir, _LOGGED, "reward", "rewards.csv", f"grpo_reward_{name}.png", plot,
+                       figsize=(7, 3.5))
 
+# %% ../nbs/14_grpo.ipynb #ecfae9d2
 def fifths(values) -> tuple: # per-step values in step order
     "(mean of the first fifth, mean of the last fifth) of the steps (at least one step each)."
     v = np.asarray([x for x in values if x is not None], float)
@@ -428,6 +445,7 @@ def fifths(values) -> tuple: # per-step values in step order
     k = max(1, len(v) // 5)
     return float(v[:k].mean()), float(v[-k:].mean())
 
+# %% ../nbs/14_grpo.ipynb #c443301c
 _SAME = ("profile", "grpo_args", "seed", "init", "model", "n_examples")  # must match to resume
 
 def _title(s):
@@ -448,6 +466,18 @@ def _launched(call, # train_grpo's arguments
     _start(prof, call["init"], out, call["seed"])  # a missing SFT checkpoint fails here; a tiny model is built once, here
     return launch("speco3.grpo:train_grpo", call, out, processes, progress=call["progress"])
 
+# %% ../nbs/14_grpo.ipynb #13f17d56
+def _log_summary(log):
+    "Reward and accuracy over the first and last fifth of the logged steps, and the means of reward, format and tool calls."
+    first, last_ = fifths([r["reward"] for r in log])
+    acc = fifths([r.get("accuracy") for r in log])
+    return dict(reward_first_fifth=first, reward_last_fifth=last_, accuracy_first_fifth=acc[0],
+                accuracy_last_fifth=acc[1],
+                reward_mean=float(np.mean([r["reward"] for r in log])) if log else None,
+                format_valid_mean=float(np.mean([r["format_valid"] for r in log])) if log else None,
+                tool_calls_mean=float(np.mean([r["tool_calls"] for r in log])) if log else None)
+
+# %% ../nbs/14_grpo.ipynb #4880f7e7
 def train_grpo(data, # a SpecVI-Bench folder (train split of the five tasks), parquet file, rows, or a grpo_dataset
                out_dir, # run folder (created); resuming reads its checkpoints
                init=None, # the SFT run folder (or its model/, or any model folder / hub id); required by `cpu`
@@ -461,7 +491,8 @@ def train_grpo(data, # a SpecVI-Bench folder (train split of the five tasks), pa
                **overrides) -> dict: # profile fields (learning_rate, max_steps, save_steps, ...) or other GRPOConfig arguments
     "GRPO of a Qwen2.5-VL with the zoom tool and the rule reward; returns final metrics and the paths it wrote."
     if check_processes(processes) > 1 and world_size() == 1:
-        return _launched(dict(data=data, out_dir=out_dir, init=init, profile=profile, seed=seed, resume=resume, name=name,
+        return _launched(dict(data=data, out_dir=out_dir, init=init, profile=profile, seed=seed, resume=resume,
+                              name=name,
                               callbacks=callbacks, progress=progress, **overrides), processes)
     t0, out = time.perf_counter(), Path(out_dir)
     trainer = grpo_trainer(data, out, init, profile, seed, callbacks=callbacks, progress=progress, **overrides)
@@ -482,15 +513,12 @@ def train_grpo(data, # a SpecVI-Bench folder (train split of the five tasks), pa
     save_context(final, saved_context(s["model"]).get("keep_plots"), s["profile"]["prompt"])  # HFPolicy asks in the style it learnt
     csv_path, png = save_reward_curve(trainer.state.log_history, out, s["name"])
     log = [r for r in trainer.state.log_history if "reward" in r]
-    first, last_ = fifths([r["reward"] for r in log])
-    acc = fifths([r.get("accuracy") for r in log])
-    metrics = dict(name=s["name"], profile=s["profile"]["name"], global_step=trainer.state.global_step, planned_steps=trainer.state.max_steps,
-                   resumed_from=Path(last).name if resume and last else None, train_runtime_s=result.metrics["train_runtime"],
+    metrics = dict(name=s["name"], profile=s["profile"]["name"], global_step=trainer.state.global_step,
+                   planned_steps=trainer.state.max_steps,
+                   resumed_from=Path(last).name if resume and last else None,
+                   train_runtime_s=result.metrics["train_runtime"],
                    wall_s=round(time.perf_counter() - t0, 2), logged_steps=len(log),
-                   reward_first_fifth=first, reward_last_fifth=last_, accuracy_first_fifth=acc[0], accuracy_last_fifth=acc[1],
-                   reward_mean=float(np.mean([r["reward"] for r in log])) if log else None,
-                   format_valid_mean=float(np.mean([r["format_valid"] for r in log])) if log else None,
-                   tool_calls_mean=float(np.mean([r["tool_calls"] for r in log])) if log else None,
+                   **_log_summary(log),
                    rollouts_this_session=rollouts, processes=trainer.args.world_size,  # the log below covers the whole run, resumes included
                    dropped_tool_images=int(sum(r.get("dropped_tool_images") or 0 for r in log)),
                    dropped_tool_results=int(sum(r.get("dropped_tool_results") or 0 for r in log)), budget=s["budget"],

@@ -36,6 +36,7 @@ def _batch_sizes(records, kept, short, floor=0.1):
     rate = lambda lab: passed[lab] / drafted[lab] if drafted[lab] else 1.0
     return {lab: int(np.ceil(1.25 * k / max(rate(lab), floor))) + 1 for lab, k in short.items() if k > 0}
 
+# %% ../nbs/13b_incremental.ipynb #3e2b7cb5
 def draft_task(task:str, # the new task's key, e.g. "qso"
                n:int, # trajectories wanted: half YES, half NO where the drafts allow
                out_dir, # the draft run folder (a killed run resumes)
@@ -57,16 +58,19 @@ def draft_task(task:str, # the new task's key, e.g. "qso"
         short = {lab: max(0, k - have[lab]) for lab, k in _quota(n).items()}
         if not any(short.values()): break
         sizes, ids = _batch_sizes(records, kept, short), {s.sample_id for s in pool}
-        fresh = [s for s in simulate_samples(2 * max(sizes.values()), tasks=(task,), seed=seed + rounds) if s.sample_id not in ids]
+        fresh = [s for s in simulate_samples(2 * max(sizes.values()), tasks=(task,), seed=seed + rounds)
+                 if s.sample_id not in ids]
         pool += [s for lab, k in sizes.items() for s in [s for s in fresh if s.truth == lab][:k]]
         if any(s.sample_id not in done for s in pool):  # a resumed run replays its finished rounds without drafting
-            done = {r["sample_id"]: r for r in draft(pool, out_dir, drafter=drafter, guided=True, tasks=(task,), style=style)}
+            done = {r["sample_id"]: r
+                    for r in draft(pool, out_dir, drafter=drafter, guided=True, tasks=(task,), style=style)}
         records = [done[s.sample_id] for s in pool if s.sample_id in done]
         kept, _ = qc(records, test_ids)
         rounds += 1
     if hasattr(drafter, "audit"):  # the seeing expert's measured evidence behind each draft (for review, not for training)
         f = Path(out_dir) / "audit.json"
-        f.write_text(json.dumps((json.loads(f.read_text()) if f.exists() else {}) | drafter.audit, ensure_ascii=False, indent=1))
+        f.write_text(json.dumps((json.loads(f.read_text()) if f.exists() else {}) | drafter.audit,
+                                ensure_ascii=False, indent=1))
     if len(kept) < n:
         raise ValueError(f"{task}: only {len(kept)} of {len(records)} drafts passed QC after {rounds} rounds, {n} wanted; "
                          "raise max_rounds or ask for fewer")

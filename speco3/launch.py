@@ -89,9 +89,11 @@ def by_reference(value, # an argument of the call
     shutil.rmtree(path, ignore_errors=True)
     value.with_format(None).save_to_disk(str(path))
     out = datasets.load_from_disk(str(path))
-    out.set_format(type=fmt["type"], columns=fmt["columns"], output_all_columns=fmt["output_all_columns"], **fmt["format_kwargs"])
+    out.set_format(type=fmt["type"], columns=fmt["columns"], output_all_columns=fmt["output_all_columns"],
+                   **fmt["format_kwargs"])
     return out
 
+# %% ../nbs/12b_launch.ipynb #ecb24a68
 def _failure(where, processes, code):
     "A one-line ChildProcessError naming the first rank that failed and its log."
     for r in range(processes):

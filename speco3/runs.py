@@ -66,9 +66,12 @@ def check_resume(out, # the run folder
     saved = out / "config.json"
     if last and saved.exists():
         old = json.loads(saved.read_text())
-        diff = [k for k in same if json.dumps(old.get(k), sort_keys=True, default=str) != json.dumps(settings[k], sort_keys=True, default=str)]
+        diff = [k for k in same
+                if json.dumps(old.get(k), sort_keys=True, default=str) != json.dumps(settings[k],
+                                                                                     sort_keys=True, default=str)]
         if diff: raise ValueError(f"{out}: the checkpoints were made with other settings ({', '.join(diff)}); use a new out_dir")
 
+# %% ../nbs/12a_runs.ipynb #b3fbaab1
 def finished_run(out, # the run folder
                  last, # its last checkpoint, or None
                  resume): # the caller's `resume`

@@ -207,6 +207,7 @@ def reading_plan(task:str, # task key
     return [i for i, (lo, hi, _) in enumerate(TASKS[task].windows)
             if covered[i] and any(lo <= f.wavelength <= hi for f in FEATURES)][:n]
 
+# %% ../nbs/13a_seeing.ipynb #0e218479
 def _state(self, ep):
     "The scripted expert's state of an episode (measurements, decision, zoom plan, the data's ends), its evidence kept in `audit`."
     st = ScriptedExpertPolicy._state(self, ep)
@@ -215,7 +216,8 @@ def _state(self, ep):
         st.update(plan=reading_plan(ep.task, covered_windows(ep.spectrum, ep.task))[:budget], fixed=True)
     if ep.sample_id not in self.audit:
         d = st["decision"]
-        self.audit[ep.sample_id] = dict(task=ep.task, rule=d.rule, measured=d.verdict, evidence=[e.text for e in d.evidence])
+        self.audit[ep.sample_id] = dict(task=ep.task, rule=d.rule, measured=d.verdict,
+                                        evidence=[e.text for e in d.evidence])
     return st
 
 def _clip(st, window):
@@ -341,6 +343,28 @@ def _heads_loss(torch, heads, feats, examples):
 # %% ../nbs/13a_seeing.ipynb #b1d46d19
 def _vision_parameters(model): return list(model.model.visual.parameters())
 
+# %% ../nbs/13a_seeing.ipynb #1e52cf89
+def _finished_eyes(out, done, want):
+    "The record of the eyes run finished in `out` with `want`'s settings; None when there is none."
+    if not done.exists(): return None
+    rec = json.loads(done.read_text())
+    if {k: rec.get(k) for k in want} == want: return rec | {"model_dir": str(out / "model")}  # where it lies now, not where it was run from
+    raise ValueError(f"{out}: holds an eyes run of {', '.join(f'{k}={rec.get(k)}' for k in want)}, not "
+                     f"{', '.join(f'{k}={v}' for k, v in want.items())}; use another folder")
+
+def _eyes_epoch(torch, model, processor, heads, opt, examples, batch_size):
+    "One pass over `examples` in their order, an optimiser step per batch: mean loss, train accuracy and seconds."
+    from speco3.hf import share_cores  # the runtime layer: torch is loaded by now
+    model.train(); t1, total, n, right, seen_ = time.perf_counter(), 0.0, 0, 0, 0
+    for i in range(0, len(examples), batch_size):
+        share_cores()  # every core when the plan runs this alone
+        chunk = examples[i:i + batch_size]
+        loss, got = _heads_loss(torch, heads, pooled_tokens(model, processor, [e["image"] for e in chunk]), chunk)
+        loss.backward(); opt.step(); opt.zero_grad()
+        total += loss.item(); n += 1; right += sum(c == p for _, c, p in got); seen_ += len(got)
+    return dict(loss=total / max(n, 1), train_acc=right / max(seen_, 1), seconds=time.perf_counter() - t1)
+
+# %% ../nbs/13a_seeing.ipynb #616344b4
 def train_eyes(model_dir, # a Qwen2.5-VL folder (e.g. `speco3.tiny.build_tiny`'s)
                train, # perception examples (`perception_examples`)
                out_dir, # run folder: model/, eyes_curve.csv, checkpoint.pt while training
@@ -355,12 +379,8 @@ def train_eyes(model_dir, # a Qwen2.5-VL folder (e.g. `speco3.tiny.build_tiny`'s
     from speco3.tiny import load_tiny
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     if not train: raise ValueError("train_eyes needs at least one perception example")
-    if (done := out / "eyes.json").exists():   # a finished run is read back, not retrained
-        rec, want = json.loads(done.read_text()), dict(n_train=len(train), epochs=epochs, lr=lr, batch_size=batch_size)
-        if {k: rec.get(k) for k in want} == want: return rec | {"model_dir": str(out / "model")}  # where it lies now, not where it was run from
-        raise ValueError(f"{out}: holds an eyes run of {', '.join(f'{k}={rec.get(k)}' for k in want)}, not "
-                         f"{', '.join(f'{k}={v}' for k, v in want.items())}; use another folder")
-    from speco3.hf import share_cores  # the runtime layer: torch is loaded by now
+    done, want = out / "eyes.json", dict(n_train=len(train), epochs=epochs, lr=lr, batch_size=batch_size)
+    if (rec := _finished_eyes(out, done, want)) is not None: return rec  # a finished run is read back, not retrained
     model, processor = load_tiny(model_dir)
     linear_patches(model)
     torch.manual_seed(seed)
@@ -373,14 +393,8 @@ def train_eyes(model_dir, # a Qwen2.5-VL folder (e.g. `speco3.tiny.build_tiny`'s
         curve = st["curve"]
     for ep in range(len(curve), epochs):
         order = list(range(len(train))); random.Random(seed * 1000 + ep).shuffle(order)
-        model.train(); t1, total, n, right, seen_ = time.perf_counter(), 0.0, 0, 0, 0
-        for i in range(0, len(order), batch_size):
-            share_cores()  # every core when the plan runs this alone
-            chunk = [train[k] for k in order[i:i + batch_size]]
-            loss, got = _heads_loss(torch, heads, pooled_tokens(model, processor, [e["image"] for e in chunk]), chunk)
-            loss.backward(); opt.step(); opt.zero_grad()
-            total += loss.item(); n += 1; right += sum(c == p for _, c, p in got); seen_ += len(got)
-        row = dict(epoch=ep + 1, loss=total / max(n, 1), train_acc=right / max(seen_, 1), seconds=time.perf_counter() - t1)
+        row = dict(epoch=ep + 1,
+                   **_eyes_epoch(torch, model, processor, heads, opt, [train[k] for k in order], batch_size))
         if valid:
             got = heads_accuracy(model, processor, heads, valid)
             row["valid_acc"] = got["acc"]
@@ -394,7 +408,8 @@ def train_eyes(model_dir, # a Qwen2.5-VL folder (e.g. `speco3.tiny.build_tiny`'s
     import pandas as pd
     pd.DataFrame(curve).to_csv(out / "eyes_curve.csv", index=False)
     torch.save(heads.state_dict(), out / "heads.pt")
-    rec = dict(model_dir=str(out / "model"), curve=curve, n_train=len(train), epochs=epochs, lr=lr, batch_size=batch_size,
+    rec = dict(model_dir=str(out / "model"), curve=curve, n_train=len(train), epochs=epochs, lr=lr,
+               batch_size=batch_size,
                wall_s=round(time.perf_counter() - t0, 1))
     done.write_text(json.dumps(rec, indent=1))
     ck.unlink(missing_ok=True)
@@ -624,10 +639,14 @@ def layout_chat(example, # a perception example
     if example["kind"] == "overview": said = said_overview(example["caption"])
     else:
         (lo, hi), name = example["window"], _window_name(example)
-        call = {"type": "function", "function": {"name": TOOL_NAME, "arguments": {"wavelength_range": [lo, hi], "label": name}}}
+        call = {"type": "function",
+                "function": {"name": TOOL_NAME, "arguments": {"wavelength_range": [lo, hi], "label": name}}}
         msgs += [{"role": "assistant", "train": False, "tool_calls": [call],
-                  "content": [{"type": "text", "text": f"<think>{said_overview(overview['caption'])} {said_next(name, lo, hi)}</think>"}]},
-                 {"role": "tool", "name": TOOL_NAME, "content": [{"type": "image", "image": example["image"]}, {"type": "text", "text": zoom_text([lo, hi], name)}]}]
+                  "content": [{"type": "text",
+                               "text": f"<think>{said_overview(overview['caption'])} {said_next(name, lo, hi)}</think>"}]},
+                 {"role": "tool", "name": TOOL_NAME,
+                  "content": [{"type": "image", "image": example["image"]},
+                              {"type": "text", "text": zoom_text([lo, hi], name)}]}]
         said = said_zoom(name, example["caption"])
     return msgs + ([{"role": "assistant", "content": [{"type": "text", "text": f"<think>{said}"}]}] if target else [])
 
@@ -641,6 +660,7 @@ def layout_chats(examples, # perception examples: overviews and zooms (a zoom ne
     picked = balanced(pool, n, seed) if balance else random.Random(seed).sample(pool, min(int(n), len(pool)))
     return [layout_chat(e, ovs[e["sample_id"]]) for e in picked]
 
+# %% ../nbs/13a_seeing.ipynb #70b9ef71
 LAYOUT = dict(learning_rate=1e-3, num_train_epochs=1, per_device_train_batch_size=8, warmup_steps=0.05, save_steps=100,
               freeze_vision=True)  # the layout step's settings over the cpu SFT profile
 
@@ -656,7 +676,8 @@ def train_layout(model_dir, # the words model folder (`train_words(...)["model_d
                  **overrides) -> dict: # SFT settings over `LAYOUT` (e.g. max_steps)
     "Teach a words model to read plots where the agent sees them; returns `train_sft`'s metrics."
     from speco3.sft import train_sft
-    _stamp(out_dir, "layout", dict(n_train=len(train), n_layout=n_layout, n_plain=n_plain, balance=balance, seed=seed, **overrides))
+    _stamp(out_dir, "layout",
+           dict(n_train=len(train), n_layout=n_layout, n_plain=n_plain, balance=balance, seed=seed, **overrides))
     rng = random.Random(seed)
     plain = balanced(train, n_plain, seed + 1) if balance else rng.sample(train, min(int(n_plain), len(train)))
     chats = layout_chats(train, n_layout, seed, balance) + perception_chats(plain)
@@ -664,6 +685,7 @@ def train_layout(model_dir, # the words model folder (`train_words(...)["model_d
     return train_sft(chats, out_dir, profile=profile, model=str(model_dir), seed=seed, name="words-layout",
                      progress=progress, **{**LAYOUT, **overrides})
 
+# %% ../nbs/13a_seeing.ipynb #adfed59e
 def _placeholders(chat):
     "The chat with its image parts as placeholders, and those images in order."
     images, out = [], []
@@ -758,17 +780,24 @@ def perception_plots(run_dir, # folder of the stage (`run_perception`'s)
     p, run, out = {**PERCEPTION[profile], **sizes}, Path(run_dir), {}
     made = lambda n: dict(n_per_task=n, zooms=p["zooms"], style=style, seed=seed)
     if "train" in which:
-        out["train"] = _examples(run / "train", made(p["n_per_task"]), lambda: iter_perception_examples(simulate_samples(p["n_per_task"], seed=seed + 101), p["zooms"], style, seed))
+        out["train"] = _examples(run / "train", made(p["n_per_task"]),
+                                 lambda: iter_perception_examples(simulate_samples(p["n_per_task"], seed=seed + 101),
+                                                                  p["zooms"], style, seed))
     if "test" in which:
-        out["test"] = _examples(run / "test", made(p["n_test_per_task"]), lambda: iter_perception_examples(simulate_samples(p["n_test_per_task"], seed=seed + 202), p["zooms"], style, seed + 1))
+        out["test"] = _examples(run / "test", made(p["n_test_per_task"]),
+                                lambda: iter_perception_examples(simulate_samples(p["n_test_per_task"], seed=seed + 202), p["zooms"], style, seed + 1))
     if "rare" in which and (n := (p.get("rare") or {}).get("n_per_task")):
-        out["rare"] = _examples(run / "rare", dict(n_per_task=n, windows={k: list(v) for k, v in RARE.items()}, style=style, seed=seed),
+        out["rare"] = _examples(run / "rare",
+                                dict(n_per_task=n, windows={k: list(v) for k, v in RARE.items()},
+                                     style=style, seed=seed),
                                 lambda: _iter_rare(simulate_samples(n, tasks=tuple(RARE), seed=seed + 303), style, RARE))
     if "decide" in which and (d := p.get("decide")):
-        out["decide"] = _examples(run / "decide", dict(n_pos=d["n_pos"], n_neg=d["n_neg"], zooms=d["zooms"], style=style, seed=seed),
+        out["decide"] = _examples(run / "decide",
+                                  dict(n_pos=d["n_pos"], n_neg=d["n_neg"], zooms=d["zooms"], style=style, seed=seed),
                                   lambda: iter_perception_examples(survey_like_samples(d["n_pos"], d["n_neg"], seed=seed + 404), d["zooms"], style, seed + 2))
     return out
 
+# %% ../nbs/13a_seeing.ipynb #f8f5b9c0
 def _base(run, size, seed):
     "The stage's random base model (built once, under a lock: two notebooks may ask at once)."
     from speco3.tiny import build_tiny
@@ -793,6 +822,7 @@ def train_control(run_dir, # folder of the stage (`run_perception`'s)
         return train_words(base, train, Path(run_dir) / "words-blind", profile=profile, seed=seed,  # the random tower stays as it is: blind
                            progress=progress, **{**p["words"], "freeze_vision": True})
 
+# %% ../nbs/13a_seeing.ipynb #1b300fda
 def run_perception(run_dir, # folder of the stage: examples, base model, eyes, words, control
                    profile:str="cpu", # a key of PERCEPTION
                    seed:int=0, # base model, simulation and data order
@@ -807,22 +837,26 @@ def run_perception(run_dir, # folder of the stage: examples, base model, eyes, w
     plots = lambda *which: perception_plots(run, profile, seed, style, which=which, **sizes)
     train, test = plots("train", "test").values()
     base = _base(run, size, seed)
-    eyes = train_eyes(base, train, run / "eyes", valid=test, epochs=p["eyes_epochs"], seed=seed, progress=progress, **p.get("eyes", {}))
+    eyes = train_eyes(base, train, run / "eyes", valid=test, epochs=p["eyes_epochs"], seed=seed, progress=progress,
+                      **p.get("eyes", {}))
     words = train_words(eyes["model_dir"], train, run / "words", profile=profile, seed=seed,
                         progress=progress, **p["words"])
     out = dict(profile=profile, seed=seed, size=size, style=style, sizes=p, n_train=len(train), n_test=len(test),
                model_dir=words["model_dir"], eyes=eyes, words=words)
     if r := dict(p.get("rare") or {}):
         r.pop("n_per_task"); rare = plots("rare")["rare"]
-        out["rare"] = train_rare(words["model_dir"], rare, train, run / "words-rare", profile=profile, seed=seed, progress=progress, **r)
+        out["rare"] = train_rare(words["model_dir"], rare, train, run / "words-rare", profile=profile, seed=seed,
+                                 progress=progress, **r)
         out["model_dir"], out["n_rare"] = out["rare"]["model_dir"], len(rare)
     if d := dict(p.get("decide") or {}):
         for k in ("n_pos", "n_neg", "zooms"): d.pop(k)
         like = plots("decide")["decide"]
-        out["decide"] = train_decide(out["model_dir"], like, run / "words-decide", profile=profile, seed=seed, progress=progress, **d)
+        out["decide"] = train_decide(out["model_dir"], like, run / "words-decide", profile=profile, seed=seed,
+                                     progress=progress, **d)
         out["model_dir"], out["n_decide"] = out["decide"]["model_dir"], len(like)
     if p.get("layout"):
-        out["layout"] = train_layout(out["model_dir"], train, run / "words-layout", profile=profile, seed=seed, progress=progress, **p["layout"])
+        out["layout"] = train_layout(out["model_dir"], train, run / "words-layout", profile=profile, seed=seed,
+                                     progress=progress, **p["layout"])
         out["model_dir"] = out["layout"]["model_dir"]
     (run / "model.json").write_text(json.dumps({"model_dir": Path(out["model_dir"]).relative_to(run).as_posix()}))
     said = {"eyes + words": read_plots(out["model_dir"], test)}
@@ -833,6 +867,7 @@ def run_perception(run_dir, # folder of the stage: examples, base model, eyes, w
     out["said"], out["test"], out["train"] = said, test, train
     return out
 
+# %% ../nbs/13a_seeing.ipynb #c59ee887
 def perception_model(run_dir): # a perception run folder
     "The model folder a finished perception run ends with (what SFT starts from); a one-line error when there is none."
     pointer = Path(run_dir) / "model.json"

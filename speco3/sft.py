@@ -134,6 +134,7 @@ def sft_dataset(conversations): # chats with images inline, or rows made by `con
     if not rows: raise ValueError("sft_dataset: no conversations")
     return Dataset.from_list(rows, features=_features()).with_transform(_inline)
 
+# %% ../nbs/13_sft.ipynb #92a0818d
 def stored_chats(ds): # a table from `as_sft_dataset`
     """Its chats with each image as the table stores it (`{'bytes', 'path'}`, not decoded), for rebuilding a table:
     decoding every plot of a large table at once would hold gigabytes (12 000 plots: about 7 GB)."""
@@ -144,6 +145,7 @@ def stored_chats(ds): # a table from `as_sft_dataset`
     plain = plain.cast_column("images", List(Image(decode=False)))
     return [_inline({"messages": [r["messages"]], "images": [r["images"]]})["messages"][0] for r in plain]
 
+# %% ../nbs/13_sft.ipynb #d2e6ff4f
 def _features():
     "The table's columns: the messages as JSON text, the images as `datasets.Image` (PIL images stored as PNG, paths as paths), decoded in RGB."
     from datasets import Features, Image, List, Value
@@ -240,6 +242,7 @@ class _SFTTrainer(ResumeFullWeights, SharesCores, SFTTrainer):
         if fresh and self.vision_lr is not None: split_vision_groups(opt, self.model, self.vision_lr)
         return opt
 
+# %% ../nbs/13_sft.ipynb #a769f978
 def _rate(lr): # a learning rate, None, or its text (YAML 1.1 reads 2e-4 as a string)
     "The rate as a positive float (None stays None); a one-line error otherwise."
     try: v = None if lr is None else float(lr)
@@ -259,6 +262,7 @@ def split_vision_groups(opt, # a torch optimizer, before its first step
         opt.add_param_group({**{k: v for k, v in g.items() if k != "params"}, "params": mine, "lr": lr})
     return opt
 
+# %% ../nbs/13_sft.ipynb #37f1431f
 def restyled(data, # what `as_sft_dataset` accepts
              prompt): # a prompt style (`speco3.prompts.PROMPTS`)
     "The SFT table with every agent chat in `prompt`'s style (`speco3.prompts.restyle`); other chats as they are."
@@ -276,6 +280,7 @@ def _base_model(prof, model, out, seed):
     "A loaded model, or the folder/hub id to load (building the tiny model into out/base when none is named)."
     return model if model is not None else base_model(prof, out, seed)
 
+# %% ../nbs/13_sft.ipynb #e05c87d7
 def accumulation(prof, # an SFTProfile
                  processes=1) -> int: # processes (GPUs) training together
     "Gradient accumulation steps on `processes`: what makes the profile's `global_batch`, else its `gradient_accumulation_steps`."
@@ -301,6 +306,7 @@ def sft_args(prof, # an SFTProfile
                      dataloader_pin_memory=torch.cuda.is_available(), include_num_input_tokens_seen="non_padding",
                      **{"use_cpu": not torch.cuda.is_available(), **train, **extra})  # use_cpu: launched CPU processes join over gloo
 
+# %% ../nbs/13_sft.ipynb #c3bca3b5
 def sft_trainer(data, # what `as_sft_dataset` accepts
                 out_dir, # run folder: base/, checkpoints/, model/, config.json, loss.csv, figures/
                 profile="cpu", # a key of SFT or an SFTProfile
@@ -329,12 +335,14 @@ def sft_trainer(data, # what `as_sft_dataset` accepts
         if processor is None: processor = load_pretrained(load_processor, source)
     else:
         source = str(base)
-        mdl, processor = load_model(source, torch.bfloat16 if prof.bf16 and not prof.master_fp32 else torch.float32, processor)  # bf16 compute: autocast
+        mdl, processor = load_model(source, torch.bfloat16 if prof.bf16 and not prof.master_fp32
+                                    else torch.float32, processor)  # bf16 compute: autocast
     install_template(processor)
     mdl.config.use_cache = False
     frozen = freeze_vision(mdl) if prof.freeze_vision else []
     trainer = _SFTTrainer(model=mdl, args=args, train_dataset=ds,
-                         processing_class=processor, peft_config=lora_config(prof) if lora else None, callbacks=callbacks)
+                         processing_class=processor, peft_config=lora_config(prof) if lora else None,
+                         callbacks=callbacks)
     if not progress: trainer.remove_callback(PrinterCallback)
     rate = _rate(prof.vision_lr)   # checked even when the tower is frozen and the rate goes unused
     trainer.vision_lr = None if prof.freeze_vision else rate
@@ -374,6 +382,7 @@ def save_loss_curve(log_history, # trainer.state.log_history
         ax.set(xlabel="optimiser step", ylabel="loss (assistant tokens)", title=f"SFT loss: {name}")
     return write_curve(log_history, out_dir, _CURVE, "loss", "loss.csv", f"sft_loss_{name}.png", plot)
 
+# %% ../nbs/13_sft.ipynb #730266f6
 def _launched(call, # train_sft's arguments
               processes): # processes to launch
     "Run `train_sft(**call)` in `processes` processes (`speco3.launch`); checks what it can before any process starts."
@@ -384,10 +393,21 @@ def _launched(call, # train_sft's arguments
     out = Path(call["out_dir"]); out.mkdir(parents=True, exist_ok=True)
     if call["model"] is None: base_model(prof, out, call["seed"])  # the tiny model is built once, here, not by every process
     if not isinstance(call["data"], (str, Path)): call["data"] = as_sft_dataset(call["data"])  # a table (launch maps it), not PIL images
-    return launch("speco3.sft:train_sft", call, out, processes, shard=torch.cuda.is_available(), progress=call["progress"])
+    return launch("speco3.sft:train_sft", call, out, processes, shard=torch.cuda.is_available(),
+                  progress=call["progress"])
 
 _CALL_ARGS = ("data", "out_dir", "profile", "model", "lora", "resume", "seed", "name", "callbacks", "progress")
 
+# %% ../nbs/13_sft.ipynb #418598c6
+def _save_final(trainer, out, final, s, lora):
+    "The main process writes the trained model (merged, and the adapter apart, with LoRA), its processor and context."
+    if lora:
+        trainer.model.save_pretrained(out / "adapter")
+        trainer.model.merge_and_unload().save_pretrained(final)
+    trainer.processing_class.save_pretrained(final)
+    save_context(final, s["profile"]["keep_plots"], s["profile"]["prompt"])  # HFPolicy runs the model with what it was trained to see, asks in its style
+
+# %% ../nbs/13_sft.ipynb #dec05520
 def train_sft(data, # a Dataset, a list of chats/rows, a folder written by speco3.coldstart, or ShareGPT (LLaMA-Factory)
               out_dir, # run folder (created); resuming reads its checkpoints
               profile="cpu", # "paper", "gpu", "cpu", "smoke" or an SFTProfile
@@ -402,29 +422,27 @@ def train_sft(data, # a Dataset, a list of chats/rows, a folder written by speco
               **overrides) -> dict: # profile fields (learning_rate, max_steps, save_steps, ...) or other SFTConfig arguments
     "Cold-start SFT of a Qwen2.5-VL on assistant tokens only; returns final metrics and the paths it wrote."
     if check_processes(processes) > 1 and world_size() == 1:
-        return _launched(dict(data=data, out_dir=out_dir, profile=profile, model=model, lora=lora, resume=resume, seed=seed,
+        return _launched(dict(data=data, out_dir=out_dir, profile=profile, model=model, lora=lora, resume=resume,
+                              seed=seed,
                               name=name, callbacks=callbacks, progress=progress, **overrides), processes)
     t0, out = time.perf_counter(), Path(out_dir)
-    trainer = sft_trainer(data, out, profile, model, lora=lora, seed=seed, callbacks=callbacks, progress=progress, **overrides)
+    trainer = sft_trainer(data, out, profile, model, lora=lora, seed=seed, callbacks=callbacks,
+                          progress=progress, **overrides)
     s = dict(trainer.speco3, name=name or trainer.speco3["name"])
     last = last_checkpoint(out)
     check_resume(out, s, last, resume, _SAME)
     if (done := finished_run(out, last, resume)): return done
     main = trainer.is_world_process_zero()  # one process writes the run's files
     if main: print_settings(f"SFT run {s['name']!r}: {'LoRA' if s['lora'] else 'full fine-tuning'}, seed {s['seed']}, model {s['model']}, "
-                   f"{s['n_examples']} conversations, frozen: {', '.join(s['frozen']) or 'nothing'}", {**s["profile"], **s["sft_args"]})
+                   f"{s['n_examples']} conversations, frozen: {', '.join(s['frozen']) or 'nothing'}",
+                   {**s["profile"], **s["sft_args"]})
     if main: (out / "config.json").write_text(json.dumps(s, indent=1, default=str))
     result = trainer.train(resume_from_checkpoint=last if resume and last else None)
     final = out / "model"
-    processor = trainer.processing_class
     samples, tokens = summed(trainer, trainer.data_collator.samples, trainer.data_collator.tokens)
     if not lora: trainer.save_model(str(final))  # every process takes part (FSDP gathers the shards); the main one writes
     if not main: return dict(name=s["name"], global_step=trainer.state.global_step, rank=trainer.args.process_index)
-    if lora:
-        trainer.model.save_pretrained(out / "adapter")
-        trainer.model.merge_and_unload().save_pretrained(final)
-    processor.save_pretrained(final)
-    save_context(final, s["profile"]["keep_plots"], s["profile"]["prompt"])  # HFPolicy runs the model with what it was trained to see, asks in its style
+    _save_final(trainer, out, final, s, lora)
     csv_path, png = save_loss_curve(trainer.state.log_history, out, s["name"])
     losses = [r["loss"] for r in trainer.state.log_history if "loss" in r]
     runtime = result.metrics["train_runtime"]

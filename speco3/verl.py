@@ -85,6 +85,7 @@ def _check_layout(p, nnodes, gpus):
         raise ValueError(f"the {AGENT_WORKERS} agent-loop workers do not divide the train batch of {p.train_batch_size} "
                          f"questions × {ROLLOUT_N} rollouts = {p.train_batch_size * ROLLOUT_N} sequences")
 
+# %% ../nbs/15_verl.ipynb #c8e6cdc1
 def grpo_config(profile="paper", # a key of VERL, or a VerlProfile
                 model:str|None=None, # base model (the SFT output folder, a local folder or hub id); None: the profile's
                 nnodes:int=1, # nodes in the Ray cluster
@@ -135,13 +136,15 @@ def grpo_config(profile="paper", # a key of VERL, or a VerlProfile
                     "validation_data_dir": f"{_R}/validation"},
     }
 
+# %% ../nbs/15_verl.ipynb #2a2d8dfd
 def tool_config(style:str=PAPER_STYLE # renderer style of the tool's plots (a key of speco3.render.STYLES)
                ) -> dict:
     "verl's tool config: our BaseTool subclass (by module name) and the tool schema, speco3.tool.TOOL_SCHEMA."
     from speco3.render import STYLES
     if style not in STYLES: raise ValueError(f"style: unknown style {style!r}; choose one of {sorted(STYLES)}")
     return {"tools": [{"class_name": f"{TOOL_MODULE.removesuffix('.py')}.{TOOL_CLASS}",
-                       "config": {"type": "native", "style": style}, "tool_schema": json.loads(json.dumps(TOOL_SCHEMA))}]}
+                       "config": {"type": "native", "style": style},
+                       "tool_schema": json.loads(json.dumps(TOOL_SCHEMA))}]}
 
 # %% ../nbs/15_verl.ipynb #da24c9cb
 class _Dumper(yaml.SafeDumper):
@@ -205,6 +208,7 @@ class SpectralVisualizationVerlTool(BaseTool):
         self._tools.pop(instance_id, None)
 '''
 
+# %% ../nbs/15_verl.ipynb #38b359cc
 _REWARD_PY = '''"""speco3's rule reward as verl's custom reward function (written by `speco3 export verl`).
 
 1 correct with valid format, 1-alpha correct with a format violation, 0 wrong, -alpha wrong with a violation;
@@ -278,7 +282,8 @@ cd "$RUN_DIR"
 
 # %% ../nbs/15_verl.ipynb #20603b3a
 VERL_REQUIREMENTS = ["verl==0.9.1", "cachetools", "uvicorn", "fastapi"]  # verl's agent loop imports the last three undeclared
-_CORE_FALLBACK = ["numpy>=2.0", "astropy>=6.0", "specutils>=2.4,<3", "pandas>=2.2", "pyarrow>=15", "matplotlib>=3.9,<3.12", "pillow>=10", "tqdm", "pyyaml>=6"]
+_CORE_FALLBACK = ["numpy>=2.0", "astropy>=6.0", "specutils>=2.4,<3", "pandas>=2.2", "pyarrow>=15",
+                  "matplotlib>=3.9,<3.12", "pillow>=10", "tqdm", "pyyaml>=6"]
 
 def core_requirements() -> list:
     "speco3's core requirements (no extras), from its installed metadata; settings.ini's `requirements` when not installed."
@@ -301,10 +306,10 @@ def _requirements_txt():
         "# speco3's core: the tool and reward modules import only speco3.tool and speco3.reward",
         *core_requirements(), ""])
 
-def _readme(p, cfg, train, val, data_src):
-    a, r = cfg["actor_rollout_ref"], cfg["actor_rollout_ref"]["rollout"]
-    mt = r["multi_turn"]
-    files = "\n".join(f"| `{f}` | {what} |" for f, what in [
+# %% ../nbs/15_verl.ipynb #3b80e416
+def _readme_files():
+    "The README's table of the run directory's files."
+    return "\n".join(f"| `{f}` | {what} |" for f, what in [
         ("config/speco3_grpo.yaml", "the Hydra config: verl 0.9.1's `ppo_trainer` defaults plus the settings below"),
         ("config/tool_config.yaml", f"the tool: `{TOOL_MODULE[:-3]}.{TOOL_CLASS}` and its schema (`speco3.tool.TOOL_SCHEMA`)"),
         (TOOL_MODULE, "verl `BaseTool` subclass; each call builds the sample's `speco3.tool.SpectralVisualizationTool`"),
@@ -314,6 +319,35 @@ def _readme(p, cfg, train, val, data_src):
         ("requirements-verl.txt", "the verl environment"),
         ("checkpoints/, rollouts/, validation/, logs/", "written by the run: checkpoints (with a Hugging Face copy), "
          "rollout and validation generations as JSON lines, metrics and the console log")])
+
+# %% ../nbs/15_verl.ipynb #95edb8c8
+def _readme_settings(cfg):
+    "The README's settings section: the run's main settings and its response budget."
+    a, r = cfg["actor_rollout_ref"], cfg["actor_rollout_ref"]["rollout"]
+    mt = r["multi_turn"]
+    return f"""## Settings
+
+| setting | value |
+|---|---|
+| model | `{a["model"]["path"]}` |
+| nodes × GPUs | {cfg["trainer"]["nnodes"]} × {cfg["trainer"]["n_gpus_per_node"]} |
+| questions per step / PPO mini-batch | {cfg["data"]["train_batch_size"]} / {a["actor"]["ppo_mini_batch_size"]} |
+| rollouts per question | {r["n"]} |
+| learning rate | {a["actor"]["optim"]["lr"]} |
+| KL | none (`use_kl_loss: false`, `use_kl_in_reward: false`, coefficients 0) |
+| tool calls / assistant turns | ≤ {mt["max_user_turns"]} / ≤ {mt["max_assistant_turns"]} |
+| prompt / response tokens | {cfg["data"]["max_prompt_length"]} / {cfg["data"]["max_response_length"]} |
+| rollout engine | {r["name"]}, tensor parallel {r["tensor_model_parallel_size"]}, {r["gpu_memory_utilization"]} of GPU memory |
+| epochs, checkpoint and validation every | {cfg["trainer"]["total_epochs"]}, {cfg["trainer"]["save_freq"]} steps |
+
+The response budget holds the worst case of the protocol: K = {MAX_TOOL_CALLS} tool replies of at most
+{IMAGE_TOKENS} image tokens (a full-spectrum plot) and {TOOL_REPLY_TOKENS} text tokens each, plus K + 1 assistant
+turns of {ASSISTANT_TOKENS} tokens: K·(I + R) + (K + 1)·A = {response_length(multiple=1)}; the authors' limit,
+{cfg["data"]["max_response_length"]}, holds it with room to spare. A rollout that reaches it stops, usually without an answer."""
+
+# %% ../nbs/15_verl.ipynb #340a3dc8
+def _readme(p, cfg, train, val, data_src):
+    a = cfg["actor_rollout_ref"]
     return f"""# speco3 GRPO on verl — run directory (profile `{p.name}`)
 
 Written by `speco3 export verl --profile {p.name}`. It trains the Spec-o3 agent with GRPO on verl 0.9.1: {ROLLOUT_N}
@@ -323,7 +357,7 @@ rollouts per question, up to {MAX_TOOL_CALLS} calls of the spectral visualizatio
 
 | file | what |
 |---|---|
-{files}
+{_readme_files()}
 
 ## Setting up
 
@@ -350,31 +384,14 @@ PYTHON=~/venvs/verl/bin/python bash run.sh trainer.total_epochs=1        # any H
 The directory, the model and the data must be at the same path on every node (a shared filesystem). verl resumes
 from the last checkpoint in `checkpoints/` (`trainer.resume_mode=auto`).
 
-## Settings
-
-| setting | value |
-|---|---|
-| model | `{a["model"]["path"]}` |
-| nodes × GPUs | {cfg["trainer"]["nnodes"]} × {cfg["trainer"]["n_gpus_per_node"]} |
-| questions per step / PPO mini-batch | {cfg["data"]["train_batch_size"]} / {a["actor"]["ppo_mini_batch_size"]} |
-| rollouts per question | {r["n"]} |
-| learning rate | {a["actor"]["optim"]["lr"]} |
-| KL | none (`use_kl_loss: false`, `use_kl_in_reward: false`, coefficients 0) |
-| tool calls / assistant turns | ≤ {mt["max_user_turns"]} / ≤ {mt["max_assistant_turns"]} |
-| prompt / response tokens | {cfg["data"]["max_prompt_length"]} / {cfg["data"]["max_response_length"]} |
-| rollout engine | {r["name"]}, tensor parallel {r["tensor_model_parallel_size"]}, {r["gpu_memory_utilization"]} of GPU memory |
-| epochs, checkpoint and validation every | {cfg["trainer"]["total_epochs"]}, {cfg["trainer"]["save_freq"]} steps |
-
-The response budget holds the worst case of the protocol: K = {MAX_TOOL_CALLS} tool replies of at most
-{IMAGE_TOKENS} image tokens (a full-spectrum plot) and {TOOL_REPLY_TOKENS} text tokens each, plus K + 1 assistant
-turns of {ASSISTANT_TOKENS} tokens: K·(I + R) + (K + 1)·A = {response_length(multiple=1)}; the authors' limit,
-{cfg["data"]["max_response_length"]}, holds it with room to spare. A rollout that reaches it stops, usually without an answer.
+{_readme_settings(cfg)}
 
 ## Data
 
 {len(train)} training file(s), {len(val)} validation file(s){f", linked from `{data_src}`" if data_src else " (not yet in place: see `data/README.md`)"}.
 """
 
+# %% ../nbs/15_verl.ipynb #72c0bd91
 def _data_readme(train, val, links):
     if links:
         rows = "\n".join(f"| `{name}` | `{src}` |" for name, src in links)
@@ -429,6 +446,7 @@ def _link(src, dst):
     try: dst.symlink_to(src)
     except OSError: shutil.copy2(src, dst)
 
+# %% ../nbs/15_verl.ipynb #e767562d
 def export_verl(out, # the run directory to write
                 profile="paper", # a key of VERL ("paper", "gpu") or a VerlProfile
                 data=None, # a folder of SpecVI-Bench parquet files to link into data/; None: list what is expected
@@ -464,14 +482,16 @@ def export_verl(out, # the run directory to write
                                                             "processes draw the tool's plots, not what is learnt"}
     (out / "config" / "speco3_grpo.yaml").write_text(_yaml(cfg, head, notes), encoding="utf-8")
     (out / "config" / "tool_config.yaml").write_text(
-        _yaml(tools, "the spectral visualization tool: speco3_verl_tool.py, schema = speco3.tool.TOOL_SCHEMA"), encoding="utf-8")
+        _yaml(tools, "the spectral visualization tool: speco3_verl_tool.py, schema = speco3.tool.TOOL_SCHEMA"),
+        encoding="utf-8")
     (out / TOOL_MODULE).write_text(_TOOL_PY, encoding="utf-8")
     (out / REWARD_MODULE).write_text(_REWARD_PY, encoding="utf-8")
     sh = (_RUN_SH.replace("@NNODES@", str(nnodes)).replace("@GPUS@", str(cfg["trainer"]["n_gpus_per_node"]))
                  .replace("@DATA@", " ".join(names(train) + names(val))))
     (out / "run.sh").write_text(sh, encoding="utf-8"); (out / "run.sh").chmod(0o755)
     (out / "requirements-verl.txt").write_text(_requirements_txt(), encoding="utf-8")
-    (out / "README.md").write_text(_readme(p, cfg, train, val, Path(data).resolve() if data else None), encoding="utf-8")
+    (out / "README.md").write_text(_readme(p, cfg, train, val, Path(data).resolve() if data else None),
+                                   encoding="utf-8")
     (out / "data" / "README.md").write_text(_data_readme(names(train), names(val), links), encoding="utf-8")
     return out
 
