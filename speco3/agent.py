@@ -4,7 +4,7 @@
 
 # %% ../nbs/09_agent.ipynb #b828b303
 from __future__ import annotations
-import hashlib, json, os, re, shutil, threading, time
+import hashlib, json, os, re, shutil, threading, time, warnings
 import multiprocessing as mp
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 from .spectrum import Spectrum, SpectrumError
 from .io import read_spectrum, science_targets, spectra_of, coarsen
-from .files import atomic_write, read_jsonl, append_jsonl, run_lock
+from .files import atomic_write, read_jsonl, iter_jsonl, append_jsonl, run_lock, _objects
 from .tool import SpectralVisualizationTool, TOOL_NAME, MIN_POINTS
 from .prompts import build_messages, row_messages, check_row_prompt, check_prompt, MAX_TOOL_CALLS, TASKS
 from .tasks import yes_no, row_get, PAPER_STYLE
@@ -26,7 +26,7 @@ from .judgeable import judge_issues
 # %% auto #0
 __all__ = ['LIMIT_TEXT', 'FAILED', 'FINAL_NO_VERDICT', 'BATCH_SIZE', 'Sample', 'Target', 'sample_id', 'as_sample', 'Turn',
            'Trajectory', 'inspect_batch', 'inspect', 'load_samples', 'expand_inputs', 'pick_targets', 'run',
-           'read_trajectories']
+           'read_trajectories', 'iter_trajectories']
 
 # %% ../nbs/09_agent.ipynb #84962589
 @dataclass
@@ -346,13 +346,42 @@ def pick_targets(items, # items `as_sample` accepts
 FAILED = ("read_error", "policy_error")  # statuses that hold no verdict because something failed; retried on the next run
 FINAL_NO_VERDICT = ("cannot_judge",)     # no verdict and none to wait for: the spectrum cannot answer; never retried
 
+def _log_rows(jsonl):
+    "(row, its line) for each row of a run log, a line at a time (line None: it held several rows); a blank or broken line: (kind, its number)."
+    with open(jsonl, "rb") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip(): yield "blank", n; continue
+            objs = _objects(line.rstrip(b"\n"))
+            if objs is None or any("sample_id" not in o for o in objs): yield "broken", n; continue
+            for o in objs: yield o, (line if line.endswith(b"\n") else line + b"\n") if len(objs) == 1 else None
+
 def _finished(jsonl, ids, skip_failed):
-    "(ids done, ids to retry): the records of `jsonl` (broken lines repaired away); failed ones of `ids` are retried unless `skip_failed`."
-    last = {r["sample_id"]: r for r in read_jsonl(jsonl, repair=True, require=("sample_id",))}
-    retry = set() if skip_failed else {i for i in ids if last.get(i, {}).get("status") in FAILED}
-    if retry:  # their failed records leave the log: one record per sample
-        atomic_write(jsonl, "".join(json.dumps(r, ensure_ascii=False, default=float) + "\n" for r in last.values() if r["sample_id"] not in retry))
-    return set(last) - retry, retry
+    "(ids done, ids to retry), reading the log a line at a time; failed ones of `ids` are retried unless `skip_failed`."
+    jsonl = Path(jsonl)
+    if not jsonl.exists(): return set(), set()
+    status, where, untidy, bad, k = {}, {}, False, [], 0
+    for row, line in _log_rows(jsonl):
+        if isinstance(row, str): untidy = True; bad += [line] if row == "broken" else []; continue
+        untidy |= line is None or row["sample_id"] in status   # glued rows, or a sample twice: tidied below
+        status[row["sample_id"]], where[row["sample_id"]], k = row.get("status"), k, k + 1
+    if bad: warnings.warn(f"{jsonl}: skipped {len(bad)} broken line(s) (line {', '.join(map(str, bad[:5]))}"
+                          f"{', …' if len(bad) > 5 else ''})")
+    retry = set() if skip_failed else {i for i in ids if status.get(i) in FAILED}
+    if untidy or retry: _rewrite(jsonl, where, retry)  # one record per sample, the failed ones to retry gone
+    return set(status) - retry, retry
+
+def _rewrite(jsonl, where, drop):
+    "Rewrite the log keeping each sample's last record (at `where`), none of `drop`, no broken line; streamed."
+    def write(tmp):
+        with open(tmp, "wb") as out:
+            k = 0
+            for row, line in _log_rows(jsonl):
+                if isinstance(row, str): continue
+                sid, k = row["sample_id"], k + 1
+                if where[sid] != k - 1 or sid in drop: continue
+                out.write(line if line is not None else
+                          json.dumps(row, ensure_ascii=False, default=float).encode("utf-8", "backslashreplace") + b"\n")
+    atomic_write(jsonl, write)
 
 def _guarded(item, task, policy, opts):
     "A started episode for `item`, or the record saying why not: read_error (whatever went wrong) or cannot_judge."
@@ -486,7 +515,7 @@ def _run_locked(samples, ids, policy, out, task, batch_size, progress, restart, 
 # %% ../nbs/09_agent.ipynb #31e5dc18
 def _n_cannot_judge(jsonl, ids):
     "How many of `ids` the run folder holds as cannot_judge."
-    recs = read_jsonl(jsonl, require=("sample_id",))
+    recs = iter_jsonl(jsonl, require=("sample_id",))   # a line at a time: a survey's log need not fit in memory
     return sum(r.get("status") == "cannot_judge" and r["sample_id"] in ids for r in recs)
 
 def _pass(s): return {k: s.get(k) for k in ("n_run", "jobs", "wall_s", "spectra_per_s", "model_s", "tool_s")}
@@ -504,6 +533,13 @@ def read_trajectories(out_dir # a `run` folder
     path = Path(out_dir) / "trajectories.jsonl"
     if not path.exists(): raise FileNotFoundError(f"{out_dir}: no trajectories.jsonl (not a run folder?)")
     return read_jsonl(path, require=("sample_id",))
+
+def iter_trajectories(out_dir # a `run` folder
+                     ):
+    "The records of a run folder one at a time (memory flat in its size), as `read_trajectories` gives them."
+    path = Path(out_dir) / "trajectories.jsonl"
+    if not path.exists(): raise FileNotFoundError(f"{out_dir}: no trajectories.jsonl (not a run folder?)")
+    return iter_jsonl(path, require=("sample_id",))
 
 # %% ../nbs/09_agent.ipynb #a1b2c3d5
 _WORKER = {}  # in a worker process: the policy and options of the run it serves

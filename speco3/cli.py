@@ -102,18 +102,18 @@ def _triage(a, items):
 
 def _read_nothing(run_dir):
     "True when every record of the run folder is an unreadable input (nothing in it to keep)."
-    from speco3.agent import read_trajectories
-    return all(r.get("status") == "read_error" for r in read_trajectories(run_dir))
+    from speco3.agent import iter_trajectories
+    return all(r.get("status") == "read_error" for r in iter_trajectories(run_dir))
 
 # %% ../nbs/91_cli.ipynb #daa0b694
 def _write_tables(run_dir): # a `speco3 vet` run folder
     "Write predictions.csv (`speco3.metrics.write_predictions`) and, where the truth is known, metrics.json beside the trajectories; returns the metrics."
-    from speco3.agent import read_trajectories
+    from speco3.agent import iter_trajectories
     from speco3.files import atomic_write
-    from speco3.metrics import predictions_frame, evaluate, write_predictions, split_scored
-    recs = read_trajectories(run_dir)
-    write_predictions(Path(run_dir) / "predictions.csv", recs)
-    scored, left_out = split_scored(recs)   # unreadable rows carry no truth: counted in metrics.json, not dropped silently
+    from speco3.metrics import predictions_frame, evaluate, write_predictions, split_scored, slim_record
+    write_predictions(Path(run_dir) / "predictions.csv", iter_trajectories(run_dir))   # streamed: a survey's log need not fit
+    # unreadable rows carry no truth: counted in metrics.json, not dropped silently; scored without their turns
+    scored, left_out = split_scored(slim_record(r) for r in iter_trajectories(run_dir))
     if not scored: return None
     metrics = evaluate(predictions_frame(scored), n_boot=1000, seed=0, left_out=left_out).to_dict()
     atomic_write(Path(run_dir) / "metrics.json", json.dumps(metrics, indent=1))
@@ -129,22 +129,25 @@ def _closing(run_dir, # the run folder
              n_retried=0 # failed samples this command tried again
             ) -> int:
     "List every input not vetted or not judgeable with its reasons (stderr), print the counts; 1: nothing vetted."
-    from speco3.agent import read_trajectories
+    from speco3.agent import iter_trajectories
     from speco3.files import escape_surrogates
-    want = set(ids)
-    recs = [r for r in read_trajectories(run_dir) if r["sample_id"] in want]
-    failed = [r for r in recs if r["status"] in ("read_error", "policy_error")]
-    for r in failed: print(escape_surrogates(f"speco3 vet: {'unreadable' if r['status'] == 'read_error' else 'not vetted'}: {_why(r)}"), file=sys.stderr)
-    judged_out = [r for r in recs if r["status"] == "cannot_judge"]   # a final outcome, with its reasons
-    for r in judged_out:
-        why = "; ".join(r.get("cannot_judge") or [])
-        print(escape_surrogates(f"speco3 vet: cannot judge: {r['sample_id']}: {why}"), file=sys.stderr)
-    vetted = [r for r in recs if r["status"] not in ("read_error", "policy_error")]
-    yes, no = (sum(r.get("prediction") == v for r in vetted) for v in ("YES", "NO"))
-    unreadable, cj = sum(r["status"] == "read_error" for r in failed), len(judged_out)
-    print(f"vetted {len(vetted)} of {len(ids)}: {yes} YES, {no} NO, " + (f"{cj} cannot judge, " if cj else "")
-          + f"{len(vetted) - yes - no - cj} without a verdict; "
-          f"{unreadable} unreadable" + (f", {len(failed) - unreadable} policy errors" if len(failed) > unreadable else "")
+    want, n = set(ids), Counter()
+    judged_out = []   # their lines come after the failures', as before: only these ids are kept, not their records
+    for r in iter_trajectories(run_dir):   # a line at a time: a survey's log need not fit in memory
+        if r["sample_id"] not in want: continue
+        status = r["status"]
+        n[status] += 1
+        if status in ("read_error", "policy_error"):
+            print(escape_surrogates(f"speco3 vet: {'unreadable' if status == 'read_error' else 'not vetted'}: {_why(r)}"),
+                  file=sys.stderr); continue
+        n["vetted"] += 1; n[r.get("prediction")] += 1
+        if status == "cannot_judge": judged_out.append((r["sample_id"], "; ".join(r.get("cannot_judge") or [])))
+    for sid, why in judged_out: print(escape_surrogates(f"speco3 vet: cannot judge: {sid}: {why}"), file=sys.stderr)
+    vetted, yes, no, cj = n["vetted"], n["YES"], n["NO"], n["cannot_judge"]
+    unreadable, failed = n["read_error"], n["read_error"] + n["policy_error"]
+    print(f"vetted {vetted} of {len(ids)}: {yes} YES, {no} NO, " + (f"{cj} cannot judge, " if cj else "")
+          + f"{vetted - yes - no - cj} without a verdict; "
+          f"{unreadable} unreadable" + (f", {failed - unreadable} policy errors" if failed > unreadable else "")
           + (f"; {n_retried} failed before and retried" if n_retried else "") + escape_surrogates(f" ({run_dir})"))
     if vetted: return 0
     print("speco3 vet: nothing could be vetted", file=sys.stderr)

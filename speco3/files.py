@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['atomic_write', 'escape_surrogates', 'read_jsonl', 'append_jsonl', 'RunLocked', 'run_lock']
+__all__ = ['atomic_write', 'escape_surrogates', 'read_jsonl', 'append_jsonl', 'RunLocked', 'run_lock', 'iter_jsonl']
 
 # %% ../nbs/00c_files.ipynb #d9656d6a
 def _tmp_of(path: Path) -> Path:
@@ -132,3 +132,20 @@ def run_lock(folder, # the folder to hold (created when missing)
     try: yield path
     finally: path.unlink(missing_ok=True)
 
+
+# %% ../nbs/00c_files.ipynb #a794d0f6
+def iter_jsonl(path, # a JSON-lines log: one JSON object a line
+               require:tuple=() # keys every row must have; a row without one counts as broken
+              ):
+    "The rows of a JSONL log in order, read a line at a time (memory flat in the log's length); broken lines as `read_jsonl`."
+    path = Path(path)
+    if not path.exists(): return
+    bad = []
+    with open(path, "rb") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip(): continue
+            objs = _objects(line.rstrip(b"\n"))
+            if objs is None or any(k not in o for o in objs for k in require): bad.append(n); continue
+            yield from objs
+    if bad: warnings.warn(f"{path}: skipped {len(bad)} broken line(s) (line {', '.join(map(str, bad[:5]))}"
+                          f"{', …' if len(bad) > 5 else ''})")

@@ -4,9 +4,9 @@
 
 # %% auto #0
 __all__ = ['REQUIRED', 'FIELDS', 'PREDICTION_COLUMNS', 'tool_fields', 'predictions_frame', 'confusion', 'Evaluation', 'evaluate',
-           'split_scored', 'paired_difference', 'visited', 'tool_stats', 'yes_by_kind', 'calibration_table', 'ece',
-           'risk_coverage', 'aurc', 'main_table', 'write_predictions', 'read_predictions', 'slug', 'markdown_table',
-           'balanced_accuracy', 'probe_accuracy']
+           'split_scored', 'slim_record', 'paired_difference', 'visited', 'tool_stats', 'yes_by_kind',
+           'calibration_table', 'ece', 'risk_coverage', 'aurc', 'main_table', 'write_predictions', 'read_predictions',
+           'slug', 'markdown_table', 'balanced_accuracy', 'probe_accuracy']
 
 # %% ../nbs/11_metrics.ipynb #64034318
 import json, re, zlib
@@ -356,6 +356,12 @@ def split_scored(records # trajectory records (or dicts with sample_id, task, tr
     return keep, _merge_left_out(None, rows)
 
 
+def slim_record(rec # a trajectory record
+               ) -> dict:
+    "What scoring reads of a record, without its turns (the bulk of it): a run of millions of records scores in little memory."
+    out = {k: v for k, v in rec.items() if k != "turns"}
+    return {**out, **tool_fields(rec), "strict_prediction": _strict(rec)}
+
 # %% ../nbs/11_metrics.ipynb #2f1384ea
 def _macro(d, idx, metric):
     "Macro F1 or accuracy of the rows `idx[t]` of each task frame in `d` (strict reading)."
@@ -615,16 +621,27 @@ def _prediction_row(rec, escape):
                 cannot_judge=json.dumps(list(why), ensure_ascii=False) if (why := rec.get("cannot_judge")) else "")
 
 def write_predictions(path, # the CSV file to write
-                      records, # trajectory records (speco3.agent.read_trajectories) or dicts with task, truth, prediction
-                      policy:str|None=None # the policy's name, written in a `policy` column when given
+                      records, # trajectory records (speco3.agent.read_trajectories, or an iterator of them) or dicts with task, truth, prediction
+                      policy:str|None=None, # the policy's name, written in a `policy` column when given
+                      chunk:int=10_000 # rows formatted at a time: memory stays flat in the number of records
                      ) -> Path:
-    "Write the predictions file: one row per record, the columns `PREDICTION_COLUMNS` (and `policy`)."
+    "Write the predictions file: one row per record, the columns `PREDICTION_COLUMNS` (and `policy`); all or nothing."
     from speco3.files import atomic_write, escape_surrogates
-    for i, r in enumerate(records := list(records)):
-        if not isinstance(r, dict): raise ValueError(f"record {i} is a {type(r).__name__}, not a dict")
-    df = pd.DataFrame([_prediction_row(r, escape_surrogates) for r in records], columns=list(PREDICTION_COLUMNS))
-    if policy is not None: df = df.assign(policy=policy)
-    return atomic_write(path, df.to_csv(index=False))
+    def frames():
+        rows, first = [], True
+        for i, r in enumerate(records):
+            if not isinstance(r, dict): raise ValueError(f"record {i} is a {type(r).__name__}, not a dict")
+            rows.append(_prediction_row(r, escape_surrogates))
+            if len(rows) == chunk: yield _frame(rows, policy), first; rows, first = [], False
+        if rows or first: yield _frame(rows, policy), first
+    def write(tmp):
+        with open(tmp, "w", encoding="utf-8", errors="backslashreplace", newline="") as f:
+            for df, first in frames(): df.to_csv(f, index=False, header=first)
+    return atomic_write(path, write)
+
+def _frame(rows, policy):
+    df = pd.DataFrame(rows, columns=list(PREDICTION_COLUMNS))
+    return df if policy is None else df.assign(policy=policy)
 
 def read_predictions(path # a predictions file written by `write_predictions`
                     ) -> list:
