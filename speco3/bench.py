@@ -203,6 +203,7 @@ class Rejection:
     @property
     def rate(self): return self.accepted / self.scored if self.scored else float("nan")
 
+# %% ../nbs/06a_bench.ipynb #31bb0010
 def rejection_sample(task:str, # a task key; its archive is `archive_mix(task)`
                      n:int, # hard negatives wanted
                      clf:WeakClassifier, # the task's weak classifier
@@ -344,6 +345,7 @@ def _schema():
                       ("extra_info", extra), ("survey", txt), ("label", txt), ("subclass", txt), ("snr", pa.float64()),
                       ("sim_params", txt), ("object_id", txt), ("kind", txt), ("weak_score", pa.float64())])
 
+# %% ../nbs/06a_bench.ipynb #6973c8ed
 def write_set(path, # output .parquet file
               spectra:list, # the set's spectra, in row order
               positive:list, # ground truth of each
@@ -390,6 +392,7 @@ def _set_stats(stem, spectra, positive, task, survey):
             "positives": int(sum(positive)), "negatives": int(len(positive) - sum(positive)),
             "snr_p10_p50_p90": q, "kinds": dict(sorted(Counter(s.meta["kind"] for s in spectra).items()))}
 
+# %% ../nbs/06a_bench.ipynb #1de6a744
 class _Writer:
     "Writes the sets of one build and records what it wrote."
     def __init__(self, folder, seed, images, style, bar):
@@ -472,6 +475,7 @@ _SET_DOCS = {None: "main task", "sdss": "cross-survey: test objects observed by 
 def _table(head, rows):
     return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(map(str, r)) + " |" for r in rows])
 
+# %% ../nbs/06a_bench.ipynb #e27155c6
 def dataset_card(stats:dict # the build's stats.json content
                 ) -> str:
     "The dataset card (README.md) of a build: what it is, how it was made, what is in each file."

@@ -111,6 +111,7 @@ def _fine_grid(lo, hi):
     n = _fft_size(int(np.ceil(np.log(hi / lo) / _DLN)) + 1)
     return _Grid(np.log(lo) + _DLN * np.arange(n))
 
+# %% ../nbs/04_simulate.ipynb #cdc0a2f1
 class _Model:
     "The rest-frame model of a batch, evaluated on the observed fine grid shifted to each spectrum's rest frame."
     def __init__(self, grid, n, ln1pz):
@@ -322,6 +323,7 @@ def _gain(f, sky, vf, eps, target):
         lo, hi = np.where(low, mid, lo), np.where(low, hi, mid)
     return 10 ** ((lo + hi) / 2)
 
+# %% ../nbs/04_simulate.ipynb #06af8566
 def _draw_chain(d, kind, inst, snr):
     "Draw the instrument-chain parameters of a batch (astro-domain §4.1)."
     rng, n = d.rng, d.n
@@ -349,6 +351,7 @@ def _draw_chain(d, kind, inst, snr):
     p["noise"] = d.fixed("noise", True).astype(bool)
     return p
 
+# %% ../nbs/04_simulate.ipynb #03655bcd
 def _observe(f, d, kind, inst, snr_band, snr, keep=None):
     "Take a batch's fine-grid model `f` (n, npix) through the instrument; returns flux, ivar (n, npix_out)."
     s, rng, n, w = _setup(inst), d.rng, d.n, inst.wavelength
@@ -524,6 +527,7 @@ def _balmer_abs(m, t, depth, sigma, gamma, gexp=1.0):
     for k, rel in _BALMER_REL.items():
         m.absorb(t, _balmer(k), np.asarray(depth) * rel, sigma, np.asarray(gamma) * (k / 4) ** gexp * (0.7 if k == 3 else 1))
 
+# %% ../nbs/04_simulate.ipynb #8e528113
 def _balmer_jump(m, t, size):
     "Suppress the flux blueward of the Balmer limit (3646 Å) by `size` (0–1)."
     t *= 1 - np.asarray(size, float)[:, None] * _sigmoid((3646 - m.wr) / 15)
@@ -545,6 +549,7 @@ def _tio_depth(sub):
 def _tio(m, t, depth, length_scale=1.0):
     for head, rel in _TIO: m.band(t, head, depth * rel, 0.035 * head * (0.5 if head in _TIO_SHORT else 1) * np.asarray(length_scale), saw=0.15, period=4.0)
 
+# %% ../nbs/04_simulate.ipynb #16b0da00
 def _m_photosphere(m, d, giant, prefix="", rows=None, metal_poor=False):
     """An M0–M6 photosphere: (continuum function, transmission, subtype). TiO depth follows the subtype; CaH, Na I and the
     Ca II triplet follow gravity; a metal-poor dwarf (M subdwarf) has TiO weakened relative to CaH.
@@ -598,6 +603,7 @@ def _r_wd_db(m, d):
         m.absorb(t, _HE_I[k], depth * rel, 2.0, gamma)
     return m.bb(teff) * t
 
+# %% ../nbs/04_simulate.ipynb #ed966ad0
 def _r_wd_dc(m, d):
     teff, logg = _wd_base(m, d, 4500, 11000)
     return m.bb(teff)
@@ -618,6 +624,7 @@ def _r_wd_dq(m, d):
     for head, rel in _C2: m.band(t, head, depth * rel, length, violet=True, saw=0.1, period=6.0)
     return m.bb(teff) * t
 
+# %% ../nbs/04_simulate.ipynb #c14559c1
 def _r_wd_do(m, d):
     teff, logg = _wd_base(m, d, 45000, 100000)
     depth, gamma = d.uniform("he_ii_depth", 0.1, 0.3), d.uniform("he_ii_gamma", 5, 12)
@@ -712,6 +719,7 @@ def _r_wd_dm(m, d):
     m.subclass = [f"DA+M{int(s)}" for s in sub]
     return f
 
+# %% ../nbs/04_simulate.ipynb #3f9958fe
 def _r_mira(m, d):
     sub = d.integers("subtype", 5, 8)
     teff = d.fixed("teff", 3000 - 100 * (sub - 5) + d.rng.uniform(-50, 50, d.n))
@@ -726,6 +734,7 @@ def _r_mira(m, d):
     m.subclass = [f"M{int(s)}e" for s in sub]
     return f
 
+# %% ../nbs/04_simulate.ipynb #0eb682b2
 def _r_symbiotic(m, d):
     cont_g, t, sub = _m_photosphere(m, d, giant=True)
     f_hot, ew = d.uniform("f_hot", 0.05, 0.4), d.loguniform("ew_ha", 20, 200)
@@ -806,6 +815,7 @@ def _r_ms(m, d):
     m.subclass = [f"M{int(s)}S" for s in sub]
     return cont(m.wr) * t
 
+# %% ../nbs/04_simulate.ipynb #f2cb9d66
 def _k_giant(m, d, teff, cn_blue, cn_red, gband, ba, tio):
     teff = d.uniform("teff", *teff)
     cb, cr, gb = d.uniform("cn_blue_depth", *cn_blue), d.uniform("cn_red_depth", *cn_red), d.uniform("g_band_depth", *gband)
@@ -844,6 +854,7 @@ def _lum_class(d, mix):
     lum = d.values["lum_class"] = np.where(np.isfinite(lum), lum, drawn)
     return lum
 
+# %% ../nbs/04_simulate.ipynb #4823d32d
 def _hot(m, d, teff, balmer_depth, balmer_gamma, vsini, he_i, he_ii, ca_k, jump, metals=0.0, scale=None, lum_mix=None, high=1.0):
     """A hot photosphere's lines; `scale` maps a parameter name to a function of T_eff that multiplies its uniform draw;
     with `lum_mix` the Balmer Lorentz width (`balmer_gamma`, the range of a dwarf) also follows the luminosity class; `high` scales Hδ and above."""
@@ -865,13 +876,20 @@ def _hot(m, d, teff, balmer_depth, balmer_gamma, vsini, he_i, he_ii, ca_k, jump,
     _balmer_jump(m, t, np.full(n, jump))
     return teff, t
 
+# %% ../nbs/04_simulate.ipynb #aa749f67
 # T_eff dependence of hot-star lines, calibrated on the real O, B and A stars of the real-spectra collection (realism study)
 def _o_gamma(teff): return (32000 / teff) ** 2  # Balmer lines strengthen from O5 to O9.5 (Hβ EW ≈ 3 → 4.5 Å)
+
 def _o_he_ii(teff): return np.clip((teff - 26000) / 11000, 0.3, 1.0)  # He II 4686 ≈ 0.6 Å at O5–O7, ≈ 0.35 Å at O9.5
+
 def _o_he_i(teff): return np.clip((42000 - teff) / 9000, 0.05, 1.0)  # He I 4471 ≈ 0.8 Å at O9.5, ≈ 0.1 Å at O5
+
 def _b_gamma(teff): return (20000 / teff) ** 2  # ... and from B0 to B9 (Hβ EW ≈ 4 → 14 Å)
+
 def _b_he_i(teff): return np.exp(-0.5 * (np.log10(teff / 20000) / 0.18) ** 2)  # He I peaks near B2, fades by B9
+
 def _a_gamma(teff): return np.clip(0.65 + 0.35 * (teff - 7500) / 1000, 0.65, 1.0)  # Balmer maximum at A0–A3, weaker by A9
+
 def _a_colour(teff): return np.clip(1.30 + 0.22 * (teff - 7900) / 1000, 1.0, 1.8)
 # ↑ the optical continuum of an A star is bluer than a Planck curve at T_eff: unreddened CALSPEC A0–A1 V standards
 #   (Vega, Sirius, η¹ Dor, ...) have the 4000–7750 Å colours of a blackbody at 1.55–1.8 T_eff, A4–A6 V at 1.3–1.4 T_eff
@@ -887,6 +905,7 @@ def _r_o(m, d):
     _emit_ew(m, f, m.bb_fn(teff), _HE_II[4686], d.values["he_ii_ew"] * fill, d.uniform("wind_fwhm", 1000, 2000))
     return f
 
+# %% ../nbs/04_simulate.ipynb #26a0881a
 def _r_b(m, d, emission=False):
     teff, t = _hot(m, d, (10000, 30000), (0.3, 0.6), (2, 6.5), (50, 300), (0.5, 1.2), (0, 0), (0.0, 0.3), 0.3, metals=0.3,
                    scale=dict(balmer_gamma=_b_gamma, he_i_ew=_b_he_i), lum_mix=_LUM_MIX["b"], high=0.75)  # real B stars: Hδ/Hβ EW ≈ 0.6 (A stars ≈ 0.85)
@@ -909,6 +928,7 @@ def _r_a(m, d, gamma=(6, 19), ca_scale=1.0, teff=(7500, 10000), lum_mix=_LUM_MIX
     _cool_metals(m, t, ca_scale * 0.15 * np.clip((10000 - teff_) / 2500, 0, 1))
     return m.bb(teff_ * _a_colour(teff_)) * t
 
+# %% ../nbs/04_simulate.ipynb #72e7ae72
 def _r_f(m, d):
     teff = d.uniform("teff", 6000, 7300)
     bd, bg = d.uniform("balmer_depth", 0.25, 0.45), d.uniform("balmer_gamma", 1, 2.5)
@@ -1020,6 +1040,7 @@ def _late_type(m, d, teff, giant):
     t *= 1 - np.clip(1.4 * blank, 0, 0.85)[:, None] * _sigmoid((3990 - m.wr) / 15)   # the 4000 Å break (Ca II H&K wings, Fe I, CN)
     return m.bb(teff) * t
 
+# %% ../nbs/04_simulate.ipynb #829b52cf
 def _r_late(m, d, lo, hi, p_giant):
     sub = d.fixed("subtype", np.round(d.rng.uniform(lo, hi, d.n)))  # 5 = G5, 10 = K0, 19 = K9
     giant = d.bernoulli("giant", p_giant)
@@ -1027,6 +1048,7 @@ def _r_late(m, d, lo, hi, p_giant):
     m.subclass = [f"{'K' if s >= 10 else 'G'}{int(s) - 10 if s >= 10 else int(s)}{'III' if gi else 'V'}" for s, gi in zip(sub, giant)]
     return _late_type(m, d, teff, giant)
 
+# %% ../nbs/04_simulate.ipynb #926aabcb
 _FE_II = tuple(zip(_vac(4923.92, 5018.44, 5169.03, 5197.58, 5234.62, 5276.00, 5316.62, 4583.83, 4629.34, 5534.85, 6247.56, 6456.38),
                    (0.25, 0.3, 0.5, 0.08, 0.08, 0.1, 0.15, 0.1, 0.1, 0.1, 0.05, 0.1)))  # Fe II multiplets 42, 49, 37/38, 55, 74 (air Å), relative to Hβ
 _N_III, _NII_5755, _O_I_6364 = _vac(4640.64, 5754.59, 6363.78)

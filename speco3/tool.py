@@ -95,6 +95,7 @@ def _number(x, i):
         raise _Invalid("nonfinite", f"{where} is {v}; give finite numbers in Å, e.g. [6500, 6620].")
     return v
 
+# %% ../nbs/03_tool.ipynb #164b65d5
 def _parse_range(value):
     "Check `wavelength_range`: None (full view) or two numbers (lo, hi) with 0 <= lo < hi, hi - lo >= MIN_WIDTH."
     if value is None: return None
@@ -123,6 +124,7 @@ def _parse_range(value):
                                  f"widen it, e.g. [{_fmt(lo - 10)}, {_fmt(hi + 10)}].")
     return lo, hi
 
+# %% ../nbs/03_tool.ipynb #d7351679
 def _clean_label(label):
     "A printable one-line label of at most MAX_LABEL characters, or None; `_Invalid` if not a string."
     if label is None: return None
@@ -175,6 +177,7 @@ def _numbers(v, key, kinds="iuf"):
         raise SpectrumError(f"create_kwargs: {key} must hold only numbers; item {bad} is {a.tolist()[bad]!r}"[:200])
     return a
 
+# %% ../nbs/03_tool.ipynb #61947ddd
 def _checked_create_kwargs(create_kwargs) -> dict:
     "create_kwargs as a dict whose wavelength/flux/ivar/mask/redshift/meta have the right types; SpectrumError otherwise."
     if create_kwargs is None: create_kwargs = {}
@@ -196,6 +199,7 @@ def _checked_create_kwargs(create_kwargs) -> dict:
         raise SpectrumError(f"create_kwargs: meta must be a dict, got {type(ck['meta']).__name__}")
     return ck
 
+# %% ../nbs/03_tool.ipynb #70b5cbc1
 class SpectralVisualizationTool:
     "The Spec-o3 zoom tool for one spectrum: rest-frame windows in, plots (or one-line errors) out, worded like the authors' tool."
     name = TOOL_NAME
