@@ -469,21 +469,16 @@ def _build_into(folder, sz, seed, images, style, bar):
     return w
 
 # %% ../nbs/06a_bench.ipynb #138e079e
-_SET_DOCS = {None: "main task", "sdss": "cross-survey: test objects observed by SDSS", "desi": "cross-survey: test objects observed by DESI",
+_SET_DOCS = {None: "main task", "sdss": "cross-survey: test objects observed by SDSS",
+             "desi": "cross-survey: test objects observed by DESI",
              "lowsnr": "extreme: g-band SNR < 5"}
 
 def _table(head, rows):
     return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(map(str, r)) + " |" for r in rows])
 
 # %% ../nbs/06a_bench.ipynb #e27155c6
-def dataset_card(stats:dict # the build's stats.json content
-                ) -> str:
-    "The dataset card (README.md) of a build: what it is, how it was made, what is in each file."
-    files = [(f"`{f['file']}`", f["split"], f["data_source"], _SET_DOCS.get(f["variant"], f["variant"]) if f["task"] in PAPER_TASKS
-              else ("extreme: quasars" if f["task"] == "qso" else "cross-task (unseen class)"), f["survey"], f["rows"],
-              f["positives"], f["negatives"], f["snr_p10_p50_p90"][1]) for f in stats["files"].values()]
-    acc = [(k, a["task"], a["scored"], a["accepted"], f"{a['acceptance']:.2%}", a["used"], a["weak_train"],
-            ", ".join(f"{n} {c}" for n, c in sorted(a["kinds"].items(), key=lambda kv: -kv[1])[:4])) for k, a in stats["acceptance"].items()]
+def _card_head(stats:dict) -> str:
+    "The opening of the dataset card (what the data is, how to rebuild it) and its Construction section."
     sz = stats["sizes"]
     return f"""# SpecVI-Sim ({stats['profile']} profile, seed {stats['seed']})
 
@@ -516,7 +511,19 @@ rebuilds every file here byte for byte with the same simulator code, except `bui
   (same intrinsic parameters, fresh SDSS/DESI instrument chain).
 - **Generalisation**: cross-survey (SDSS, DESI), cross-task (O, B, A stars; never trained on), extreme
   (quasars; CVs at g-band SNR < {stats['low_snr']:g}).
+"""
 
+# %% ../nbs/06a_bench.ipynb #8f2e6bc2
+def dataset_card(stats:dict # the build's stats.json content
+                ) -> str:
+    "The dataset card (README.md) of a build: what it is, how it was made, what is in each file."
+    files = [(f"`{f['file']}`", f["split"], f["data_source"], _SET_DOCS.get(f["variant"], f["variant"]) if f["task"] in PAPER_TASKS
+              else ("extreme: quasars" if f["task"] == "qso" else "cross-task (unseen class)"), f["survey"], f["rows"],
+              f["positives"], f["negatives"], f["snr_p10_p50_p90"][1]) for f in stats["files"].values()]
+    acc = [(k, a["task"], a["scored"], a["accepted"], f"{a['acceptance']:.2%}", a["used"], a["weak_train"],
+            ", ".join(f"{n} {c}" for n, c in sorted(a["kinds"].items(), key=lambda kv: -kv[1])[:4])) for k, a in stats["acceptance"].items()]
+    sz = stats["sizes"]
+    return _card_head(stats) + f"""
 ## Files
 
 {_table(["file", "split", "data_source", "set", "survey", "rows", "YES", "NO", "median SNR"], files)}

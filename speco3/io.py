@@ -102,7 +102,8 @@ def _read(source, opts) -> Spectrum:
 def _read_fits(h, path, layout, opts) -> Spectrum:
     "Call the reader of `layout` in `FITS_LAYOUTS`; a layout not in it goes to specutils (the fallback)."
     if layout in FITS_LAYOUTS: return FITS_LAYOUTS[layout][1](h, path, layout, opts)
-    return _read_specutils(path, opts, why=f"unknown FITS layout (HDUs: {_hdu_shapes(h)}); not a LAMOST, SDSS/BOSS, DESI, "
+    return _read_specutils(path, opts,
+                           why=f"unknown FITS layout (HDUs: {_hdu_shapes(h)}); not a LAMOST, SDSS/BOSS, DESI, "
                            "6dFGS, IRAF-style image or wavelength/flux table")
 
 # %% ../nbs/01_io.ipynb #ba2daab2

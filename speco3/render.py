@@ -315,13 +315,15 @@ class _Renderer(RendererAgg):
         if ismath or not _HAS_LAYOUT: return super().draw_text(gc, x, y, s, prop, angle, ismath, mtext)
         features = mtext.get_fontfeatures() if mtext is not None else None
         language = mtext.get_language() if mtext is not None else None
-        key = (s, _font_key(prop, self.dpi), get_hinting_flag(), None if features is None else tuple(features), language)
+        key = (s, _font_key(prop, self.dpi), get_hinting_flag(),
+               None if features is None else tuple(features), language)
         items = _LAYOUTS.get(key)
         if items is None:
             if len(_LAYOUTS) > _MAX_CACHE: _LAYOUTS.clear()
             items = _LAYOUTS[key] = self._prepare_font(prop)._layout(s, flags=get_hinting_flag(), features=features, language=language)
         size = prop.get_size_in_points()
-        self._draw_text_glyphs_and_boxes(gc, x, y, angle, ((it.ft_object, size, it.glyph_index, 0, 1, it.x, it.y) for it in items), [])
+        self._draw_text_glyphs_and_boxes(gc, x, y, angle,
+                                         ((it.ft_object, size, it.glyph_index, 0, 1, it.x, it.y) for it in items), [])
 
 # %% ../nbs/02_render.ipynb #54fd7921
 class _Canvas(FigureCanvasAgg):
@@ -351,6 +353,21 @@ def _in_view(locs, view):
     lo, hi = sorted(view)
     return np.array([v for v in locs if mtransforms._interval_contains_close((lo, hi), v)], float)
 
+def _tick_artists(ax, axis, tick):
+    "Empty grid lines and tick marks drawn like `tick` of `axis`, added to `ax`; `_Plot` fills them at each picture."
+    g, t = tick.gridline, tick.tick1line
+    solid = g.get_linestyle() in ("-", "solid")
+    lc = LineCollection([], colors=[g.get_color()], linewidths=[g.get_linewidth()], linestyles=[g.get_linestyle()],
+                        alpha=g.get_alpha(), zorder=axis.get_zorder(), transform=g.get_transform(),
+                        capstyle=g.get_solid_capstyle() if solid else g.get_dash_capstyle(),
+                        joinstyle=g.get_solid_joinstyle() if solid else g.get_dash_joinstyle())
+    ax.add_collection(lc, autolim=False); lc.set_clip_path(ax.patch); lc.set_in_layout(False)
+    mk = Line2D([], [], linestyle="none", marker=t.get_marker(), markersize=t.get_markersize(),
+                markeredgewidth=t.get_markeredgewidth(), color=t.get_color(), markeredgecolor=t.get_markeredgecolor(),
+                zorder=axis.get_zorder(), transform=t.get_transform(), clip_on=False)
+    ax.add_artist(mk); mk.set_in_layout(False)
+    return lc, mk
+
 # %% ../nbs/02_render.ipynb #0ad390b2
 DENSE_TICKS = 400  # x ticks; above, tick marks and grid lines overlap and `render` draws the plain way
 
@@ -361,18 +378,7 @@ class _Plot:
         ax, self.grids, self.marks = self.ax, {}, {}
         for name, axis in [("x", ax.xaxis), ("y", ax.yaxis)]:
             for which, tick in [("major", axis.get_major_ticks(1)[0]), ("minor", axis.get_minor_ticks(1)[0])]:
-                g, t = tick.gridline, tick.tick1line
-                solid = g.get_linestyle() in ("-", "solid")
-                lc = LineCollection([], colors=[g.get_color()], linewidths=[g.get_linewidth()], linestyles=[g.get_linestyle()],
-                                    alpha=g.get_alpha(), zorder=axis.get_zorder(), transform=g.get_transform(),
-                                    capstyle=g.get_solid_capstyle() if solid else g.get_dash_capstyle(),
-                                    joinstyle=g.get_solid_joinstyle() if solid else g.get_dash_joinstyle())
-                ax.add_collection(lc, autolim=False); lc.set_clip_path(ax.patch); lc.set_in_layout(False)
-                mk = Line2D([], [], linestyle="none", marker=t.get_marker(), markersize=t.get_markersize(),
-                            markeredgewidth=t.get_markeredgewidth(), color=t.get_color(), markeredgecolor=t.get_markeredgecolor(),
-                            zorder=axis.get_zorder(), transform=t.get_transform(), clip_on=False)
-                ax.add_artist(mk); mk.set_in_layout(False)
-                self.grids[name, which], self.marks[name, which] = lc, mk
+                self.grids[name, which], self.marks[name, which] = _tick_artists(ax, axis, tick)
         # the axes now draw only tick labels; minor ticks are ours entirely
         ax.tick_params(which="both", bottom=False, top=False, left=False, right=False)
         ax.tick_params(which="minor", labelbottom=False, labeltop=False, labelleft=False, labelright=False)
