@@ -203,6 +203,7 @@ class Rejection:
     @property
     def rate(self): return self.accepted / self.scored if self.scored else float("nan")
 
+# %% ../nbs/06a_bench.ipynb #31bb0010
 def rejection_sample(task:str, # a task key; its archive is `archive_mix(task)`
                      n:int, # hard negatives wanted
                      clf:WeakClassifier, # the task's weak classifier
@@ -344,6 +345,7 @@ def _schema():
                       ("extra_info", extra), ("survey", txt), ("label", txt), ("subclass", txt), ("snr", pa.float64()),
                       ("sim_params", txt), ("object_id", txt), ("kind", txt), ("weak_score", pa.float64())])
 
+# %% ../nbs/06a_bench.ipynb #6973c8ed
 def write_set(path, # output .parquet file
               spectra:list, # the set's spectra, in row order
               positive:list, # ground truth of each
@@ -390,6 +392,7 @@ def _set_stats(stem, spectra, positive, task, survey):
             "positives": int(sum(positive)), "negatives": int(len(positive) - sum(positive)),
             "snr_p10_p50_p90": q, "kinds": dict(sorted(Counter(s.meta["kind"] for s in spectra).items()))}
 
+# %% ../nbs/06a_bench.ipynb #1de6a744
 class _Writer:
     "Writes the sets of one build and records what it wrote."
     def __init__(self, folder, seed, images, style, bar):
@@ -466,20 +469,16 @@ def _build_into(folder, sz, seed, images, style, bar):
     return w
 
 # %% ../nbs/06a_bench.ipynb #138e079e
-_SET_DOCS = {None: "main task", "sdss": "cross-survey: test objects observed by SDSS", "desi": "cross-survey: test objects observed by DESI",
+_SET_DOCS = {None: "main task", "sdss": "cross-survey: test objects observed by SDSS",
+             "desi": "cross-survey: test objects observed by DESI",
              "lowsnr": "extreme: g-band SNR < 5"}
 
 def _table(head, rows):
     return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(map(str, r)) + " |" for r in rows])
 
-def dataset_card(stats:dict # the build's stats.json content
-                ) -> str:
-    "The dataset card (README.md) of a build: what it is, how it was made, what is in each file."
-    files = [(f"`{f['file']}`", f["split"], f["data_source"], _SET_DOCS.get(f["variant"], f["variant"]) if f["task"] in PAPER_TASKS
-              else ("extreme: quasars" if f["task"] == "qso" else "cross-task (unseen class)"), f["survey"], f["rows"],
-              f["positives"], f["negatives"], f["snr_p10_p50_p90"][1]) for f in stats["files"].values()]
-    acc = [(k, a["task"], a["scored"], a["accepted"], f"{a['acceptance']:.2%}", a["used"], a["weak_train"],
-            ", ".join(f"{n} {c}" for n, c in sorted(a["kinds"].items(), key=lambda kv: -kv[1])[:4])) for k, a in stats["acceptance"].items()]
+# %% ../nbs/06a_bench.ipynb #e27155c6
+def _card_head(stats:dict) -> str:
+    "The opening of the dataset card (what the data is, how to rebuild it) and its Construction section."
     sz = stats["sizes"]
     return f"""# SpecVI-Sim ({stats['profile']} profile, seed {stats['seed']})
 
@@ -512,7 +511,19 @@ rebuilds every file here byte for byte with the same simulator code, except `bui
   (same intrinsic parameters, fresh SDSS/DESI instrument chain).
 - **Generalisation**: cross-survey (SDSS, DESI), cross-task (O, B, A stars; never trained on), extreme
   (quasars; CVs at g-band SNR < {stats['low_snr']:g}).
+"""
 
+# %% ../nbs/06a_bench.ipynb #8f2e6bc2
+def dataset_card(stats:dict # the build's stats.json content
+                ) -> str:
+    "The dataset card (README.md) of a build: what it is, how it was made, what is in each file."
+    files = [(f"`{f['file']}`", f["split"], f["data_source"], _SET_DOCS.get(f["variant"], f["variant"]) if f["task"] in PAPER_TASKS
+              else ("extreme: quasars" if f["task"] == "qso" else "cross-task (unseen class)"), f["survey"], f["rows"],
+              f["positives"], f["negatives"], f["snr_p10_p50_p90"][1]) for f in stats["files"].values()]
+    acc = [(k, a["task"], a["scored"], a["accepted"], f"{a['acceptance']:.2%}", a["used"], a["weak_train"],
+            ", ".join(f"{n} {c}" for n, c in sorted(a["kinds"].items(), key=lambda kv: -kv[1])[:4])) for k, a in stats["acceptance"].items()]
+    sz = stats["sizes"]
+    return _card_head(stats) + f"""
 ## Files
 
 {_table(["file", "split", "data_source", "set", "survey", "rows", "YES", "NO", "median SNR"], files)}

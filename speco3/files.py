@@ -33,6 +33,7 @@ def atomic_write(path, # the file to write or replace
     finally: tmp.unlink(missing_ok=True)
     return path
 
+# %% ../nbs/00c_files.ipynb #5c43f960
 def escape_surrogates(text # any value; only a str changes
                      ):
     "`text` with lone surrogates (a file name that is not UTF-8) written as \\udcff escapes, which every writer and terminal takes."
@@ -50,6 +51,7 @@ def _objects(line: bytes) -> list | None:
         while i < len(text) and text[i].isspace(): i += 1
     return out
 
+# %% ../nbs/00c_files.ipynb #ee42b932
 def read_jsonl(path, # a JSON-lines log: one JSON object a line
                repair:bool=False, # rewrite the file without its broken lines (and with a final newline)
                require:tuple=() # keys every row must have; a row without one counts as broken
@@ -70,6 +72,7 @@ def read_jsonl(path, # a JSON-lines log: one JSON object a line
     if repair and tidy != raw: atomic_write(path, tidy)
     return rows
 
+# %% ../nbs/00c_files.ipynb #e2207fbe
 def append_jsonl(path, # the JSONL log (created when missing)
                  rows # dicts to append, one line each
                 ) -> None:
@@ -81,7 +84,6 @@ def append_jsonl(path, # the JSONL log (created when missing)
         if torn: read_jsonl(path, repair=True)
     with open(path, "ab") as f:
         f.write(data); f.flush(); os.fsync(f.fileno())
-
 
 # %% ../nbs/00c_files.ipynb #12711378
 class RunLocked(FileExistsError):

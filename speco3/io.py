@@ -56,6 +56,7 @@ def _label(source) -> str:
     rid = source.get("id") if hasattr(source, "get") else None
     return f"row {rid}" if rid is not None else "row"
 
+# %% ../nbs/01_io.ipynb #d4e54e4e
 def _check_options(src, layout, opts):
     "Reject options that the detected layout does not use."
     allowed = _OPTIONS.get(layout, set())
@@ -77,6 +78,7 @@ def _existing(source) -> Path:
     if not path.is_file(): raise SpectrumError(f"{path}: not a file")
     return path
 
+# %% ../nbs/01_io.ipynb #e7bcd479
 def _read(source, opts) -> Spectrum:
     if isinstance(source, Mapping) or type(source).__name__ == "Series":
         _check_options(_label(source), "row", opts)
@@ -100,9 +102,9 @@ def _read(source, opts) -> Spectrum:
 def _read_fits(h, path, layout, opts) -> Spectrum:
     "Call the reader of `layout` in `FITS_LAYOUTS`; a layout not in it goes to specutils (the fallback)."
     if layout in FITS_LAYOUTS: return FITS_LAYOUTS[layout][1](h, path, layout, opts)
-    return _read_specutils(path, opts, why=f"unknown FITS layout (HDUs: {_hdu_shapes(h)}); not a LAMOST, SDSS/BOSS, DESI, "
+    return _read_specutils(path, opts,
+                           why=f"unknown FITS layout (HDUs: {_hdu_shapes(h)}); not a LAMOST, SDSS/BOSS, DESI, "
                            "6dFGS, IRAF-style image or wavelength/flux table")
-
 
 # %% ../nbs/01_io.ipynb #ba2daab2
 def read_spectrum(source, # path to a FITS/.fits.gz/parquet/text file, or a table row (dict or pandas Series)
@@ -147,6 +149,7 @@ def _checksum_failures(caught) -> list[str]:
     "The CHECKSUM/DATASUM failures astropy warned about while opening a file (it warns, it does not raise)."
     return [_oneline(w.message) for w in caught if "verification failed" in str(w.message).lower()]
 
+# %% ../nbs/01_io.ipynb #9535a443
 def _open_fits(path: Path) -> fits.HDUList:
     "The HDUs of a (possibly gzipped) FITS file, fully read and checksum-verified; corrupt or truncated files raise `SpectrumError`."
     raw = path.read_bytes()
@@ -169,6 +172,7 @@ def _open_fits(path: Path) -> fits.HDUList:
     if end > len(raw): raise SpectrumError(f"{path}: truncated FITS file ({len(raw)} bytes, the headers promise {end})")
     return h
 
+# %% ../nbs/01_io.ipynb #17f27587
 def _wavelength_row(img) -> bool:
     "True when row 2 of a LAMOST image is a wavelength grid (DR2–DR7), False for DR1's sub-continuum row."
     if img.ndim != 2 or img.shape[0] < 3: return False
@@ -191,6 +195,7 @@ def _is_lamost_image(h) -> bool:
     return hdr.get("NAXIS") == 2 and 2 <= hdr.get("NAXIS2", 0) <= 9 and hdr.get("NAXIS1", 0) > 100 and (
         "COEFF0" in hdr or "LAMOST" in str(hdr.get("TELESCOP", "")).upper())
 
+# %% ../nbs/01_io.ipynb #858b6625
 # layout name -> (detect(hdus) -> bool, read(hdus, path, layout, opts) -> Spectrum); the readers live in their
 # sections below, hence the lambdas. The FIRST layout whose detect is true wins, so the order is part of the rules:
 # our own files first (they hold a COADD table like the survey coadds but must round-trip as ours); a DR2–DR7 LAMOST
@@ -323,6 +328,7 @@ def _sdss_table(h, path, exposure):
     else: raise SpectrumError(f"{path}: no exposure HDU named {exposure!r} (have {', '.join(names)})")
     return h[name], name
 
+# %% ../nbs/01_io.ipynb #2d0f2e6d
 # SDSS spectral pixel-mask bits 0-15 (whole fibre or spectrograph half); 16-31 are about single pixels
 _SDSS_FIBRE_BITS = ["NOPLUG", "BADTRACE", "BADFLAT", "BADARC", "MANYBADCOLUMNS", "MANYREJECTED", "LARGESHIFT",
                     "BADSKYFIBER", "NEARWHOPPER", "WHOPPER", "SMEARIMAGE", "SMEARHIGHSN", "SMEARMEDSN", "BIT13", "BIT14", "BIT15"]
@@ -423,6 +429,7 @@ def _desi_fibre(h, path, index, targetid) -> int:
                             f"(their TARGETIDs: {', '.join(str(tids[i]) for i in sci) or 'none'})")
     return int(sci[0])
 
+# %% ../nbs/01_io.ipynb #0a470abe
 def _read_desi_fibre(h, path, i) -> Spectrum:
     names = [x.name.upper() for x in h]
     missing = [f"{a}_{k}" for a in "BRZ" for k in ("WAVELENGTH", "FLUX", "IVAR") if f"{a}_{k}" not in names]
@@ -454,6 +461,7 @@ def _read_desi_fibre(h, path, i) -> Spectrum:
         problem = str(e).removeprefix(f"{path}: ")
         raise SpectrumError(f"{path}: fibre index {i} (TARGETID {tid}, OBJTYPE '{meta['objtype'] or ''}'): {problem}") from e
 
+# %% ../nbs/01_io.ipynb #ee42e7b6
 def _first_row_of(h, name, i) -> dict:
     if name not in [x.name.upper() for x in h] or len(h[name].data) <= i: return {}
     d = h[name].data
@@ -584,6 +592,7 @@ def _restore(saved: dict, meta: dict) -> dict:
     out["source"], out["layout"] = meta["source"], meta["layout"]
     return out
 
+# %% ../nbs/01_io.ipynb #677fa955
 def _row_index(v):
     "extra_info.index as the file holds it: our files an integer, the published SpecVI-Bench an id string such as wd_test_15."
     if v is None or isinstance(v, (int, np.integer)): return None if v is None else int(v)
@@ -607,6 +616,7 @@ def _from_specvi(row, src) -> Spectrum:
                       index=_row_index(extra.get("index")))
     return _spectrum(ck["wavelength"], ck["flux"], None, None, ck.get("redshift", 0.0), meta, header=False)
 
+# %% ../nbs/01_io.ipynb #df41df63
 def _from_table(row, src) -> Spectrum:
     rid, survey = _text(row_get(row, "id")), _text(row_get(row, "survey"))
     cls, sub = None, _text(row_get(row, "subclass"))
@@ -695,6 +705,7 @@ def _columns(names, path) -> dict:
 def _split(line: str) -> list[str]:
     return [t.strip().strip("'\"") for t in line.split(",")] if "," in line else line.split()
 
+# %% ../nbs/01_io.ipynb #7d55d0cd
 def _read_text(path: Path, columns=None, medium=None) -> Spectrum:
     try: text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as e: raise SpectrumError(f"{path}: not a text file ({_oneline(e)})") from e
@@ -822,6 +833,7 @@ def _spectral_table(h):
             return x, cols
     return None, None
 
+# %% ../nbs/01_io.ipynb #9220c4f5
 def _read_table(h, path, layout, opts) -> Spectrum:
     "A spectrum from a binary table: one pixel per row (CALSPEC, Gunn–Stryker), or one spectrum per row of array cells."
     x, cols = _spectral_table(h)
@@ -858,7 +870,6 @@ def _read_table(h, path, layout, opts) -> Spectrum:
     if vector: meta["row"] = i
     return _spectrum(wave, flux, ivar, mask, _num(hdr.get("REDSHIFT", hdr.get("Z"))), meta)
 
-
 # %% ../nbs/01_io.ipynb #d00bad27
 def _wat(hdr, axis) -> str:
     "The WATn_001.. keywords of an IRAF header joined (each card holds 68 characters; trailing blanks count)."
@@ -873,6 +884,7 @@ def _iraf_hdu(h):
                 ("CRVAL1" in hd or "multispec" in _wat(hd, 0) + _wat(hd, 1)): return x
     return None
 
+# %% ../nbs/01_io.ipynb #21485e4a
 def _multispec(hdr, n, path) -> tuple[np.ndarray, str]:
     "Wavelengths of the first aperture (spec1) of an IRAF multispec WCS and the dispersion kind; linear and log-linear only."
     m = re.search(r'spec1\s*=\s*"([^"]*)"', _wat(hdr, 2))
@@ -900,6 +912,7 @@ def _iraf_wavelength(hdr, n, path) -> tuple[np.ndarray, str]:
     if ctype.startswith("WAVE-LOG"): return crval * np.exp(step * p / crval), "log (WAVE-LOG)"
     return crval + step * p, "linear"
 
+# %% ../nbs/01_io.ipynb #e5042489
 def _read_iraf(h, path, layout, opts) -> Spectrum:
     x = _iraf_hdu(h)
     hdr, data = x.header, np.asarray(x.data, dtype=float)
@@ -930,7 +943,6 @@ def _read_iraf(h, path, layout, opts) -> Spectrum:
                       survey=_text(hdr.get("INSTRUME")) or _text(hdr.get("TELESCOP")), **facts)
     if data.ndim > 1: meta["aperture"] = "first of " + "×".join(map(str, data.shape[:-1]))
     return _spectrum(wave, flux, ivar, None, _num(hdr.get("REDSHIFT", hdr.get("Z"))), meta)
-
 
 # %% ../nbs/01_io.ipynb #3d223947
 _CSV_ROUTE = ("save the spectrum as a two-column CSV (a header line `wavelength,flux`, wavelengths in Å; an error "

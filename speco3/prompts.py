@@ -275,6 +275,7 @@ def _with_text(content, text):
 
 def _article(name): return "an" if name[0] in "aeiouAEIOU" or (name[1:2] == "-" and name[0] in "AEFHILMNORSX") else "a"
 
+# %% ../nbs/06_prompts.ipynb #164956e1
 def conclusion(task, # a key of TASKS, or a Task
                yes:bool): # the verdict
     "The templated conclusion of the brief style: 'Conclusion: this is (not) a <class>.'"
@@ -299,6 +300,7 @@ def task_of(messages): # an agent chat
         if q.startswith(t.question): return key
     raise ValueError(f"cannot tell the task of this chat: its question {q[:60]!r} is none of the tasks' questions")
 
+# %% ../nbs/06_prompts.ipynb #f82dfd92
 def _templated(reply, task):
     "A final reply whose conclusion is the brief style's sentence (unchanged when it holds no YES/NO answer)."
     text = _text_of(reply.get("content"))
@@ -355,6 +357,7 @@ def _tool_call_text(tool_call, where):
     args = call.get("arguments", {})
     return f'<tool_call>\n{{"name": {_json(call["name"])}, "arguments": {_json(args)}}}\n</tool_call>'
 
+# %% ../nbs/06_prompts.ipynb #85589b27
 def render_chat(messages,                    # chat messages: dicts with role, content (str or parts), tool_calls
                 tools=None,                  # tool schemas written into the system turn (as `apply_chat_template(tools=)`)
                 add_generation_prompt=False, # end with the assistant header, ready for the model to reply

@@ -48,6 +48,7 @@ def bounded_steps(width, # window width in Å
     while width / minor > most: major, minor = major * 10, minor * 10
     return major, minor
 
+# %% ../nbs/02_render.ipynb #6e052a53
 def tick_steps(width # window width in Å
               ):
     "Major and minor x-tick spacing (Å) of style `fast` for a window `width` Å wide."
@@ -71,6 +72,7 @@ def figure_size(width, # window width in Å
     k = 1.05 if n_points > 10_000 else 1.0
     return w * k, h * k
 
+# %% ../nbs/02_render.ipynb #ec75b576
 # --- style `spec-o3`: the look of the authors' released tool, read off its images (tests/conformance/tool)
 O3_LINE = dict(color="blue", lw=1.0, alpha=0.8)      # pure blue at 80 % opacity: (51, 51, 255) on white
 O3_TICKS = [  # (minimum data span Å, major step Å, minor step Å); the span is max - min of the points drawn
@@ -86,6 +88,7 @@ def o3_tick_steps(span # max - min of the wavelengths drawn, Å
         if span >= lo: return major, minor
     return O3_TICKS[-1][1:]
 
+# %% ../nbs/02_render.ipynb #dd416365
 def o3_figure_size(span, # max - min of the wavelengths drawn, Å
                    n_points, # number of points drawn
                    full=False # the full-spectrum view
@@ -131,6 +134,7 @@ def least_crowded_corner(x, # wavelengths of the finite points, ascending
     counts = [np.sum(top & right), np.sum(top & left), np.sum(bottom & right), np.sum(bottom & left)]
     return CORNERS[int(np.argmin(counts))]
 
+# %% ../nbs/02_render.ipynb #3322fc19
 MAX_TITLE = 48  # characters; longer titles are cut (48 of ordinary text fit the narrowest figure of style fast)
 O3_MAX_TITLE = 40  # the same for style spec-o3 (a bolder 14 pt title over a figure 5.7 in wide at the narrowest)
 
@@ -152,6 +156,7 @@ def _arrays(spectrum):
         raise SpectrumError(f"{source}: wavelength and flux must be 1-D arrays of one length, got {w.shape} and {f.shape}")
     return source, w, _unmasked(f, getattr(spectrum, "mask", None))
 
+# %% ../nbs/02_render.ipynb #f775911c
 def _one_line(title, most=MAX_TITLE):
     "A title on one line, cut to `most` characters (a long label must not widen the image)."
     title = " ".join(str(title).split())
@@ -177,6 +182,7 @@ def _prepare(spectrum, window=None, title=None):
                 corner=least_crowded_corner(w[ok], f[ok], xlim, ylim),
                 steps=tick_steps(hi - lo), size=figure_size(hi - lo, len(w), full=window is None))
 
+# %% ../nbs/02_render.ipynb #16e96f9b
 def _prepare_o3(spectrum, window=None, title=None):
     "Style `spec-o3`: the points in the window (inclusive), figure size, tick steps, title, info text and corner."
     source, w, f = _arrays(spectrum)
@@ -219,6 +225,7 @@ class _Steps(MultipleLocator):
         vmin, vmax = self.axis.get_view_interval()
         return self.fallback() if abs(vmax - vmin) > MAX_TICKS * self._edge.step else super().__call__()
 
+# %% ../nbs/02_render.ipynb #98863a73
 def _dress(ax):
     "Everything of the look that is the same in every picture; returns the (empty) info text."
     ax.set_xlabel("Wavelength (Å)", fontsize=12, fontweight="bold")
@@ -241,6 +248,7 @@ def _fill(ax, line, info, p, title_y=None):
     x, y, ha, va = _BOX[p["corner"]]
     info.set_text(p["info"]); info.set_position((x, y)); info.set_ha(ha); info.set_va(va)
 
+# %% ../nbs/02_render.ipynb #3faa3868
 def _build(size, canvas=FigureCanvasAgg):
     "A new figure with one dressed axes and an empty line; `_fill` puts a picture in."
     fig = Figure(figsize=size, dpi=DPI)
@@ -278,6 +286,7 @@ def _font_key(prop, dpi):
     return (tuple(prop.get_family()), prop.get_style(), prop.get_variant(), prop.get_weight(), prop.get_stretch(),
             prop.get_size_in_points(), prop.get_file(), prop.get_math_fontfamily(), dpi)
 
+# %% ../nbs/02_render.ipynb #8ba82c20
 class _Renderer(RendererAgg):
     "Agg renderer that remembers text sizes, font heights and text layouts (same values, computed once)."
     def get_text_width_height_descent(self, s, prop, ismath):
@@ -306,14 +315,17 @@ class _Renderer(RendererAgg):
         if ismath or not _HAS_LAYOUT: return super().draw_text(gc, x, y, s, prop, angle, ismath, mtext)
         features = mtext.get_fontfeatures() if mtext is not None else None
         language = mtext.get_language() if mtext is not None else None
-        key = (s, _font_key(prop, self.dpi), get_hinting_flag(), None if features is None else tuple(features), language)
+        key = (s, _font_key(prop, self.dpi), get_hinting_flag(),
+               None if features is None else tuple(features), language)
         items = _LAYOUTS.get(key)
         if items is None:
             if len(_LAYOUTS) > _MAX_CACHE: _LAYOUTS.clear()
             items = _LAYOUTS[key] = self._prepare_font(prop)._layout(s, flags=get_hinting_flag(), features=features, language=language)
         size = prop.get_size_in_points()
-        self._draw_text_glyphs_and_boxes(gc, x, y, angle, ((it.ft_object, size, it.glyph_index, 0, 1, it.x, it.y) for it in items), [])
+        self._draw_text_glyphs_and_boxes(gc, x, y, angle,
+                                         ((it.ft_object, size, it.glyph_index, 0, 1, it.x, it.y) for it in items), [])
 
+# %% ../nbs/02_render.ipynb #54fd7921
 class _Canvas(FigureCanvasAgg):
     "Agg canvas that keeps one renderer per pixel size, so buffers and caches are reused."
     def get_renderer(self):
@@ -341,6 +353,22 @@ def _in_view(locs, view):
     lo, hi = sorted(view)
     return np.array([v for v in locs if mtransforms._interval_contains_close((lo, hi), v)], float)
 
+def _tick_artists(ax, axis, tick):
+    "Empty grid lines and tick marks drawn like `tick` of `axis`, added to `ax`; `_Plot` fills them at each picture."
+    g, t = tick.gridline, tick.tick1line
+    solid = g.get_linestyle() in ("-", "solid")
+    lc = LineCollection([], colors=[g.get_color()], linewidths=[g.get_linewidth()], linestyles=[g.get_linestyle()],
+                        alpha=g.get_alpha(), zorder=axis.get_zorder(), transform=g.get_transform(),
+                        capstyle=g.get_solid_capstyle() if solid else g.get_dash_capstyle(),
+                        joinstyle=g.get_solid_joinstyle() if solid else g.get_dash_joinstyle())
+    ax.add_collection(lc, autolim=False); lc.set_clip_path(ax.patch); lc.set_in_layout(False)
+    mk = Line2D([], [], linestyle="none", marker=t.get_marker(), markersize=t.get_markersize(),
+                markeredgewidth=t.get_markeredgewidth(), color=t.get_color(), markeredgecolor=t.get_markeredgecolor(),
+                zorder=axis.get_zorder(), transform=t.get_transform(), clip_on=False)
+    ax.add_artist(mk); mk.set_in_layout(False)
+    return lc, mk
+
+# %% ../nbs/02_render.ipynb #0ad390b2
 DENSE_TICKS = 400  # x ticks; above, tick marks and grid lines overlap and `render` draws the plain way
 
 class _Plot:
@@ -350,18 +378,7 @@ class _Plot:
         ax, self.grids, self.marks = self.ax, {}, {}
         for name, axis in [("x", ax.xaxis), ("y", ax.yaxis)]:
             for which, tick in [("major", axis.get_major_ticks(1)[0]), ("minor", axis.get_minor_ticks(1)[0])]:
-                g, t = tick.gridline, tick.tick1line
-                solid = g.get_linestyle() in ("-", "solid")
-                lc = LineCollection([], colors=[g.get_color()], linewidths=[g.get_linewidth()], linestyles=[g.get_linestyle()],
-                                    alpha=g.get_alpha(), zorder=axis.get_zorder(), transform=g.get_transform(),
-                                    capstyle=g.get_solid_capstyle() if solid else g.get_dash_capstyle(),
-                                    joinstyle=g.get_solid_joinstyle() if solid else g.get_dash_joinstyle())
-                ax.add_collection(lc, autolim=False); lc.set_clip_path(ax.patch); lc.set_in_layout(False)
-                mk = Line2D([], [], linestyle="none", marker=t.get_marker(), markersize=t.get_markersize(),
-                            markeredgewidth=t.get_markeredgewidth(), color=t.get_color(), markeredgecolor=t.get_markeredgecolor(),
-                            zorder=axis.get_zorder(), transform=t.get_transform(), clip_on=False)
-                ax.add_artist(mk); mk.set_in_layout(False)
-                self.grids[name, which], self.marks[name, which] = lc, mk
+                self.grids[name, which], self.marks[name, which] = _tick_artists(ax, axis, tick)
         # the axes now draw only tick labels; minor ticks are ours entirely
         ax.tick_params(which="both", bottom=False, top=False, left=False, right=False)
         ax.tick_params(which="minor", labelbottom=False, labeltop=False, labelleft=False, labelright=False)
@@ -395,6 +412,7 @@ class _Plot:
             return Image.fromarray(np.asarray(fig.canvas.buffer_rgba())[..., :3].copy())
         finally: restore()
 
+# %% ../nbs/02_render.ipynb #3fe61f06
 _PLOTS = {}  # figure size -> _Plot
 
 def _render_spec_o3(p):
@@ -403,7 +421,6 @@ def _render_spec_o3(p):
         if p["size"] not in _PLOTS: _PLOTS[p["size"]] = _Plot(p["size"])
         img = _PLOTS[p["size"]].image(p)
     return _draw_reference(p) if img is None else img
-
 
 def x_ticks(spectrum, # a Spectrum, as for `render`
             window=None # (lo, hi) in Å, or None for the full spectrum
@@ -429,6 +446,7 @@ def _font(size, bold=False):
         _FONTS[key] = ImageFont.truetype(path, size, layout_engine=ImageFont.Layout.BASIC)
     return _FONTS[key]
 
+# %% ../nbs/02_render.ipynb #d3e272dc
 def _nice_ticks(lo, hi, n=5):
     "About `n` ticks inside [lo, hi] at a step of 1, 2, 2.5 or 5 times a power of ten, and that step."
     mag = 10 ** np.floor(np.log10((hi - lo) / n))
@@ -459,6 +477,7 @@ def _render_fast(p):
     "Draw a prepared picture with PIL in `FAST_SIZE` pixels."
     with _FAST_LOCK: return _draw_fast(p)
 
+# %% ../nbs/02_render.ipynb #e3d1209f
 def _draw_fast(p):
     W, H = FAST_SIZE; x0, y0, x1, y1 = _FAST_BOX
     img = Image.new("RGB", (W, H), "white"); d = ImageDraw.Draw(img)

@@ -164,6 +164,7 @@ def _predict(answer, text):
     if hit: return word, None, "tail"
     return None, None, "nothing"
 
+# %% ../nbs/07_reward.ipynb #394146b6
 def parse(completion # one completion string, or a list of assistant-message strings (joined with "\n")
          ) -> Parsed:
     "Read think blocks, tool calls, answer and prediction of a completion, and check the reward's format rule."
@@ -229,6 +230,7 @@ def _a_word(s):
         if m := w.search(s): return m.group(1).upper()
     return None
 
+# %% ../nbs/07_reward.ipynb #11f8e045
 def _a_last_line(s):
     "The last non-empty line of `s`, stripped ('' when there is none)."
     return next((l.strip() for l in reversed(s.split("\n")) if l.strip()), "")
@@ -254,7 +256,6 @@ def authors_parse(completion # one completion string, or a list of assistant-mes
     if not pred and reasons: pred = _a_box(text) or _a_word(text) or _a_last_line(text)
     pred = " ".join((pred or text).split())
     return dict(predicted_class=pred, format_ok=not reasons, reason=reasons[0] if reasons else None)
-
 
 # %% ../nbs/07_reward.ipynb #57405231
 RULES = ("spec-o3", "speco3")  # the authors' reading (default), our stricter one

@@ -111,33 +111,9 @@ def _fine_grid(lo, hi):
     n = _fft_size(int(np.ceil(np.log(hi / lo) / _DLN)) + 1)
     return _Grid(np.log(lo) + _DLN * np.arange(n))
 
-class _Model:
-    "The rest-frame model of a batch, evaluated on the observed fine grid shifted to each spectrum's rest frame."
-    def __init__(self, grid, n, ln1pz):
-        self.grid, self.n, self.ln1pz, self._wr = grid, n, np.array(ln1pz, float), None
-        self.rows, self.subclass = np.arange(n)[:, None], None
-
-    def redshift(self, z):
-        "Multiply every spectrum's (1+z) by (1+`z`); only before the model is evaluated."
-        assert self._wr is None, "redshift() after the model grid was used"
-        self.ln1pz = self.ln1pz + np.log1p(z)
-
-    @property
-    def wr(self):
-        "Rest-frame wavelengths of the fine grid, shape (n, npix)."
-        if self._wr is None: self._wr = np.exp(self.grid.lnw[None, :] - self.ln1pz[:, None])
-        return self._wr
-
-    def ones(self): return np.ones((self.n, self.grid.npix))
-    def subset(self, rows):
-        "A model of only the spectra `rows` (to build an expensive component where it is needed)."
-        sub = _Model(self.grid, len(rows), self.ln1pz[rows])
-        if self._wr is not None: sub._wr = self._wr[rows]
-        return sub
-    def bb(self, teff): return blackbody(self.wr, np.asarray(teff, float)[:, None])
-    def at(self, fn, lam): return fn(np.full((self.n, 1), float(lam)))[:, 0] # a continuum function at one rest λ
-    def bb_fn(self, teff): return lambda w: blackbody(w, np.asarray(teff, float)[:, None]) # Planck continuum as a function
-
+# %% ../nbs/04_simulate.ipynb #cdc0a2f1
+class _Lines:
+    "The line and band methods of `_Model`: each profile goes into per-row arrays on the few pixels it reaches."
     def _win(self, lam0, lo, hi):
         "Per-row pixel windows covering rest λ in [lam0+lo, lam0+hi]; (idx, rest λ - lam0) or None if off the grid."
         g, l0 = self.grid, self.grid.lnw[0]
@@ -175,6 +151,34 @@ class _Model:
         idx, x = win
         g = np.exp(-0.5 * ((x - sep / 2) / sigma) ** 2) + np.exp(-0.5 * ((x + sep / 2) / sigma) ** 2)
         f[self.rows, idx] += flux * g / (2 * sigma * np.sqrt(2 * np.pi))
+
+# %% ../nbs/04_simulate.ipynb #2e5a2718
+class _Model(_Lines):
+    "The rest-frame model of a batch, evaluated on the observed fine grid shifted to each spectrum's rest frame."
+    def __init__(self, grid, n, ln1pz):
+        self.grid, self.n, self.ln1pz, self._wr = grid, n, np.array(ln1pz, float), None
+        self.rows, self.subclass = np.arange(n)[:, None], None
+
+    def redshift(self, z):
+        "Multiply every spectrum's (1+z) by (1+`z`); only before the model is evaluated."
+        assert self._wr is None, "redshift() after the model grid was used"
+        self.ln1pz = self.ln1pz + np.log1p(z)
+
+    @property
+    def wr(self):
+        "Rest-frame wavelengths of the fine grid, shape (n, npix)."
+        if self._wr is None: self._wr = np.exp(self.grid.lnw[None, :] - self.ln1pz[:, None])
+        return self._wr
+
+    def ones(self): return np.ones((self.n, self.grid.npix))
+    def subset(self, rows):
+        "A model of only the spectra `rows` (to build an expensive component where it is needed)."
+        sub = _Model(self.grid, len(rows), self.ln1pz[rows])
+        if self._wr is not None: sub._wr = self._wr[rows]
+        return sub
+    def bb(self, teff): return blackbody(self.wr, np.asarray(teff, float)[:, None])
+    def at(self, fn, lam): return fn(np.full((self.n, 1), float(lam)))[:, 0] # a continuum function at one rest λ
+    def bb_fn(self, teff): return lambda w: blackbody(w, np.asarray(teff, float)[:, None]) # Planck continuum as a function
 
 # %% ../nbs/04_simulate.ipynb #f4676f63
 SNR_BANDS = {"u": (3700, 4000), "g": (4000, 5500), "r": (5500, 6900), "i": (6900, 8400), "z": (8400, 9100)} # Å, astro-domain §4.1 step 9
@@ -322,6 +326,7 @@ def _gain(f, sky, vf, eps, target):
         lo, hi = np.where(low, mid, lo), np.where(low, hi, mid)
     return 10 ** ((lo + hi) / 2)
 
+# %% ../nbs/04_simulate.ipynb #06af8566
 def _draw_chain(d, kind, inst, snr):
     "Draw the instrument-chain parameters of a batch (astro-domain §4.1)."
     rng, n = d.rng, d.n
@@ -344,11 +349,13 @@ def _draw_chain(d, kind, inst, snr):
     p["n_cosmics"] = d.integers("n_cosmics", 0, 3)
     p["scale"] = d.loguniform("scale", *inst.scale)
     tail = rng.uniform(size=n) < 0.1
-    drawn = np.where(tail, np.exp(rng.uniform(np.log(60), np.log(150), n)), np.exp(rng.uniform(np.log(3), np.log(60), n)))
+    drawn = np.where(tail, np.exp(rng.uniform(np.log(60), np.log(150), n)),
+                     np.exp(rng.uniform(np.log(3), np.log(60), n)))
     p["snr"] = d.fixed("snr_target", drawn if snr is None else snr)
     p["noise"] = d.fixed("noise", True).astype(bool)
     return p
 
+# %% ../nbs/04_simulate.ipynb #03655bcd
 def _observe(f, d, kind, inst, snr_band, snr, keep=None):
     "Take a batch's fine-grid model `f` (n, npix) through the instrument; returns flux, ivar (n, npix_out)."
     s, rng, n, w = _setup(inst), d.rng, d.n, inst.wavelength
@@ -379,7 +386,8 @@ def _observe(f, d, kind, inst, snr_band, snr, keep=None):
             dead[i, k:k + rng.integers(1, 16)] = True
     eps = rng.standard_normal(flux.shape) * p["noise"][:, None]
     band = s.bands[snr_band]
-    gain = _gain(flux[:, band], sky[:, band], vf[:, band], np.where(dead[:, band], np.nan, eps[:, band]), p["snr"])[:, None]
+    gain = _gain(flux[:, band], sky[:, band], vf[:, band],
+                 np.where(dead[:, band], np.nan, eps[:, band]), p["snr"])[:, None]
     sigma = np.sqrt(vf * ((np.maximum(flux, 0) + sky) / gain + _READ_VAR / gain**2))
     noisy = flux + sigma * eps
     for i in range(n):
@@ -516,14 +524,17 @@ def _vsig(lam, fwhm_kms): return lam * np.asarray(fwhm_kms, float) / C_KMS / 2.3
 
 def _emit_ew(m, f, cont, lam, ew, fwhm_kms, sep_kms=0.0):
     "Emission line of equivalent width `ew` (Å, positive) against continuum function `cont`."
-    m.emit(f, lam, np.asarray(ew, float) * m.at(cont, lam), _vsig(lam, fwhm_kms), lam * np.asarray(sep_kms, float) / C_KMS)
+    m.emit(f, lam, np.asarray(ew, float) * m.at(cont, lam), _vsig(lam, fwhm_kms),
+           lam * np.asarray(sep_kms, float) / C_KMS)
 
 _BALMER_REL = {3: 0.8, 4: 1.0, 5: 1.0, 6: 0.95, 7: 0.9, 8: 0.8, 9: 0.7, 10: 0.6, 11: 0.5, 12: 0.4}
 def _balmer_abs(m, t, depth, sigma, gamma, gexp=1.0):
     "Balmer absorption series Hα–H12; Lorentz HWHM `gamma` refers to Hβ and grows as (k/4)^gexp."
     for k, rel in _BALMER_REL.items():
-        m.absorb(t, _balmer(k), np.asarray(depth) * rel, sigma, np.asarray(gamma) * (k / 4) ** gexp * (0.7 if k == 3 else 1))
+        m.absorb(t, _balmer(k), np.asarray(depth) * rel, sigma,
+                 np.asarray(gamma) * (k / 4) ** gexp * (0.7 if k == 3 else 1))
 
+# %% ../nbs/04_simulate.ipynb #8e528113
 def _balmer_jump(m, t, size):
     "Suppress the flux blueward of the Balmer limit (3646 Å) by `size` (0–1)."
     t *= 1 - np.asarray(size, float)[:, None] * _sigmoid((3646 - m.wr) / 15)
@@ -545,6 +556,7 @@ def _tio_depth(sub):
 def _tio(m, t, depth, length_scale=1.0):
     for head, rel in _TIO: m.band(t, head, depth * rel, 0.035 * head * (0.5 if head in _TIO_SHORT else 1) * np.asarray(length_scale), saw=0.15, period=4.0)
 
+# %% ../nbs/04_simulate.ipynb #16b0da00
 def _m_photosphere(m, d, giant, prefix="", rows=None, metal_poor=False):
     """An M0–M6 photosphere: (continuum function, transmission, subtype). TiO depth follows the subtype; CaH, Na I and the
     Ca II triplet follow gravity; a metal-poor dwarf (M subdwarf) has TiO weakened relative to CaH.
@@ -577,7 +589,8 @@ def _wd_base(m, d, tlo, thi):
     return teff, logg
 
 def _da_lines(m, d, t, teff, logg, prefix=""):
-    depth = d.fixed(prefix + "balmer_depth", d.rng.uniform(0.45, 0.8, d.n) * np.exp(-0.5 * (np.log10(teff / 12000) / 0.45) ** 2))
+    depth = d.fixed(prefix + "balmer_depth",
+                    d.rng.uniform(0.45, 0.8, d.n) * np.exp(-0.5 * (np.log10(teff / 12000) / 0.45) ** 2))
     gamma = d.fixed(prefix + "balmer_gamma", 1.2 * (10 + 30 * (logg - 7.5)) + d.rng.normal(0, 2.4, d.n))
     _balmer_abs(m, t, depth, 3.0, gamma, gexp=0.0)  # one Lorentz width (Å) for the whole series: real DAs have Hβ at least as wide as Hγ
 
@@ -598,6 +611,7 @@ def _r_wd_db(m, d):
         m.absorb(t, _HE_I[k], depth * rel, 2.0, gamma)
     return m.bb(teff) * t
 
+# %% ../nbs/04_simulate.ipynb #ed966ad0
 def _r_wd_dc(m, d):
     teff, logg = _wd_base(m, d, 4500, 11000)
     return m.bb(teff)
@@ -618,6 +632,7 @@ def _r_wd_dq(m, d):
     for head, rel in _C2: m.band(t, head, depth * rel, length, violet=True, saw=0.1, period=6.0)
     return m.bb(teff) * t
 
+# %% ../nbs/04_simulate.ipynb #c14559c1
 def _r_wd_do(m, d):
     teff, logg = _wd_base(m, d, 45000, 100000)
     depth, gamma = d.uniform("he_ii_depth", 0.1, 0.3), d.uniform("he_ii_gamma", 5, 12)
@@ -636,13 +651,19 @@ def _r_wd_dah(m, d):
         for shift in (-dl, 0 * dl, dl): m.absorb(t, lam + shift, depth * rel, 3.0, gamma * (k / 4))
     return m.bb(teff) * t
 
-_add("wd_da", "white dwarf", "DA", _r_wd_da, {"wd": 0.85}, ebv=0.03, ebv_max=0.2, doc="broad pressure-broadened Balmer lines, H8–H10 merged")
-_add("wd_db", "white dwarf", "DB", _r_wd_db, {"wd": 0.07}, ebv=0.03, ebv_max=0.2, doc="broad He I absorption, no hydrogen")
+_add("wd_da", "white dwarf", "DA", _r_wd_da, {"wd": 0.85}, ebv=0.03, ebv_max=0.2,
+     doc="broad pressure-broadened Balmer lines, H8–H10 merged")
+_add("wd_db", "white dwarf", "DB", _r_wd_db, {"wd": 0.07}, ebv=0.03, ebv_max=0.2,
+     doc="broad He I absorption, no hydrogen")
 _add("wd_dc", "white dwarf", "DC", _r_wd_dc, {"wd": 0.03}, ebv=0.03, ebv_max=0.2, doc="featureless blue continuum")
-_add("wd_dz", "white dwarf", "DZ", _r_wd_dz, {"wd": 0.02}, ebv=0.03, ebv_max=0.2, doc="Ca II H&K (broad-ish) on a cool continuum")
-_add("wd_dq", "white dwarf", "DQ", _r_wd_dq, {"wd": 0.01}, {"carbon": 0.05}, ebv=0.03, ebv_max=0.2, doc="weak C₂ Swan bands on a WD continuum")
-_add("wd_do", "white dwarf", "DO", _r_wd_do, {"wd": 0.01}, ebv=0.03, ebv_max=0.2, doc="hot He-rich WD: He II 4686/4542/5412 absorption")
-_add("wd_dah", "white dwarf", "DAH", _r_wd_dah, {"wd": 0.02}, ebv=0.03, ebv_max=0.2, doc="magnetic DA: Zeeman-split Balmer triplets (1–20 MG)")
+_add("wd_dz", "white dwarf", "DZ", _r_wd_dz, {"wd": 0.02}, ebv=0.03, ebv_max=0.2,
+     doc="Ca II H&K (broad-ish) on a cool continuum")
+_add("wd_dq", "white dwarf", "DQ", _r_wd_dq, {"wd": 0.01}, {"carbon": 0.05}, ebv=0.03, ebv_max=0.2,
+     doc="weak C₂ Swan bands on a WD continuum")
+_add("wd_do", "white dwarf", "DO", _r_wd_do, {"wd": 0.01}, ebv=0.03, ebv_max=0.2,
+     doc="hot He-rich WD: He II 4686/4542/5412 absorption")
+_add("wd_dah", "white dwarf", "DAH", _r_wd_dah, {"wd": 0.02}, ebv=0.03, ebv_max=0.2,
+     doc="magnetic DA: Zeeman-split Balmer triplets (1–20 MG)")
 
 # %% ../nbs/04_simulate.ipynb #3d5786db
 _CV = {"dn": dict(sub="dwarf nova", ew=(20, 200), disc=(0.3, 0.8), donor=0.15, he_ii=(0, 0.2), dbl=0.4, trough=0.0),
@@ -712,6 +733,7 @@ def _r_wd_dm(m, d):
     m.subclass = [f"DA+M{int(s)}" for s in sub]
     return f
 
+# %% ../nbs/04_simulate.ipynb #3f9958fe
 def _r_mira(m, d):
     sub = d.integers("subtype", 5, 8)
     teff = d.fixed("teff", 3000 - 100 * (sub - 5) + d.rng.uniform(-50, 50, d.n))
@@ -726,6 +748,7 @@ def _r_mira(m, d):
     m.subclass = [f"M{int(s)}e" for s in sub]
     return f
 
+# %% ../nbs/04_simulate.ipynb #0eb682b2
 def _r_symbiotic(m, d):
     cont_g, t, sub = _m_photosphere(m, d, giant=True)
     f_hot, ew = d.uniform("f_hot", 0.05, 0.4), d.loguniform("ew_ha", 20, 200)
@@ -737,17 +760,21 @@ def _r_symbiotic(m, d):
         _emit_ew(m, f, cont, lam, ew * r, 80.)
     return f
 
-_add("gm", "M giant", "M giant", lambda m, d: _r_m(m, d, True), {"gm": 1.0}, {"carbon": 0.35, "ss": 0.4}, ebv=0.2, ebv_max=1.5,
+_add("gm", "M giant", "M giant", lambda m, d: _r_m(m, d, True), {"gm": 1.0}, {"carbon": 0.35, "ss": 0.4},
+     ebv=0.2, ebv_max=1.5,
      doc="TiO bands, weak CaH and Na I 8190, strong Ca II triplet")
 _add("dm", "M dwarf", "M dwarf", lambda m, d: _r_m(m, d, False), None, {"gm": 0.45, "ss": 0.1}, ebv=0.05, ebv_max=0.5,
      doc="TiO like a giant of the same subtype, but strong CaH and Na I 8190")
 _add("sdm", "M dwarf", "M subdwarf", lambda m, d: _r_m(m, d, False, True), None, {"gm": 0.1}, ebv=0.05, ebv_max=0.5,
      doc="metal-poor M dwarf: TiO weak for its CaH, Na I strong")
-_add("dme", "M dwarf", "dMe", _r_dme, None, {"cv": 0.35}, ebv=0.05, ebv_max=0.5, doc="active M dwarf: narrow unresolved Balmer emission, no He I, no blue continuum")
+_add("dme", "M dwarf", "dMe", _r_dme, None, {"cv": 0.35}, ebv=0.05, ebv_max=0.5,
+     doc="active M dwarf: narrow unresolved Balmer emission, no He I, no blue continuum")
 _add("wd_dm", "WD+MS binary", "DA+dM", _r_wd_dm, None, {"cv": 0.2, "wd": 0.15, "gm": 0.1}, ebv=0.05, ebv_max=0.4,
      doc="DA lines in the blue, M dwarf in the red, narrow Hα")
-_add("mira", "M giant", "Mira", _r_mira, None, {"ss": 0.15}, ebv=0.2, ebv_max=1.5, doc="late M giant with Balmer emission (Hδ/Hγ strongest) and veiling")
-_add("symbiotic", "symbiotic star", "symbiotic", _r_symbiotic, None, {"cv": 0.05, "carbon": 0.05, "ss": 0.05}, ebv=0.2, ebv_max=1.0,
+_add("mira", "M giant", "Mira", _r_mira, None, {"ss": 0.15}, ebv=0.2, ebv_max=1.5,
+     doc="late M giant with Balmer emission (Hδ/Hγ strongest) and veiling")
+_add("symbiotic", "symbiotic star", "symbiotic", _r_symbiotic, None, {"cv": 0.05, "carbon": 0.05, "ss": 0.05},
+     ebv=0.2, ebv_max=1.0,
      doc="M giant + hot component: narrow Balmer, He II 4686 and [O III] emission")
 
 # %% ../nbs/04_simulate.ipynb #efc9cb51
@@ -806,6 +833,7 @@ def _r_ms(m, d):
     m.subclass = [f"M{int(s)}S" for s in sub]
     return cont(m.wr) * t
 
+# %% ../nbs/04_simulate.ipynb #f2cb9d66
 def _k_giant(m, d, teff, cn_blue, cn_red, gband, ba, tio):
     teff = d.uniform("teff", *teff)
     cb, cr, gb = d.uniform("cn_blue_depth", *cn_blue), d.uniform("cn_red_depth", *cn_red), d.uniform("g_band_depth", *gband)
@@ -820,16 +848,21 @@ def _k_giant(m, d, teff, cn_blue, cn_red, gband, ba, tio):
     for lam, rel in zip(_CA_IRT, (0.6, 1.0, 0.85)): _absorb_ew(m, t, lam, 3.0 * rel, 1.5, 0.8)
     return m.bb(teff) * t
 
-_add("s_star", "S star", "S", lambda m, d: _s_star(m, d, (0.15, 0.45), (0.0, 0.5), (0, 0), 0.5), {"ss": 0.9}, {"carbon": 0.1, "gm": 0.1},
+_add("s_star", "S star", "S", lambda m, d: _s_star(m, d, (0.15, 0.45), (0.0, 0.5), (0, 0), 0.5), {"ss": 0.9},
+     {"carbon": 0.1, "gm": 0.1},
      ebv=0.3, ebv_max=1.0, doc="ZrO 6474/5552/5718/4620–4641 heads, weak TiO, LaO in half")
-_add("sc_star", "S star", "SC", lambda m, d: _s_star(m, d, (0.05, 0.25), (0.0, 0.1), (0.05, 0.25), 0.3), {"ss": 0.1}, {"carbon": 0.15},
+_add("sc_star", "S star", "SC", lambda m, d: _s_star(m, d, (0.05, 0.25), (0.0, 0.1), (0.05, 0.25), 0.3), {"ss": 0.1},
+     {"carbon": 0.15},
      ebv=0.3, ebv_max=1.0, doc="SC: weak ZrO and weak C₂, no TiO")
 # MS stars are M giants whose ZrO is below detection: a hard NO for "is this an S star?", but no negative for
 # "is this an M giant?" (they are one, by their class); the S/MS confuser share of that task goes to S stars.
-_add("ms_star", "M giant", "MS", _r_ms, None, {"ss": 0.5}, ebv=0.2, ebv_max=1.5, doc="M giant with ZrO 6474 below 5 % depth")
-_add("k_giant", "K giant", "K giant", lambda m, d: _k_giant(m, d, (3900, 4700), (0.2, 0.5), (0.05, 0.15), (0.1, 0.3), (0.2, 0.4), (0, 0.06)),
+_add("ms_star", "M giant", "MS", _r_ms, None, {"ss": 0.5}, ebv=0.2, ebv_max=1.5,
+     doc="M giant with ZrO 6474 below 5 % depth")
+_add("k_giant", "K giant", "K giant",
+     lambda m, d: _k_giant(m, d, (3900, 4700), (0.2, 0.5), (0.05, 0.15), (0.1, 0.3), (0.2, 0.4), (0, 0.06)),
      None, {"carbon": 0.2, "gm": 0.15, "ss": 0.1}, ebv=0.15, ebv_max=1.0, doc="K giant with strong CN and G band, a hint of TiO; no C₂")
-_add("ba_star", "Ba star", "Ba", lambda m, d: _k_giant(m, d, (4300, 5200), (0.15, 0.35), (0.05, 0.15), (0.2, 0.4), (0.6, 1.5), (0, 0)),
+_add("ba_star", "Ba star", "Ba",
+     lambda m, d: _k_giant(m, d, (4300, 5200), (0.15, 0.35), (0.05, 0.15), (0.2, 0.4), (0.6, 1.5), (0, 0)),
      None, {"carbon": 0.1}, ebv=0.1, ebv_max=0.6, doc="Ba II 4554/6497 and G band strong, no Swan bands")
 
 # %% ../nbs/04_simulate.ipynb #0f0f8ac6
@@ -844,7 +877,9 @@ def _lum_class(d, mix):
     lum = d.values["lum_class"] = np.where(np.isfinite(lum), lum, drawn)
     return lum
 
-def _hot(m, d, teff, balmer_depth, balmer_gamma, vsini, he_i, he_ii, ca_k, jump, metals=0.0, scale=None, lum_mix=None, high=1.0):
+# %% ../nbs/04_simulate.ipynb #4823d32d
+def _hot(m, d, teff, balmer_depth, balmer_gamma, vsini, he_i, he_ii, ca_k, jump, metals=0.0, scale=None,
+         lum_mix=None, high=1.0):
     """A hot photosphere's lines; `scale` maps a parameter name to a function of T_eff that multiplies its uniform draw;
     with `lum_mix` the Balmer Lorentz width (`balmer_gamma`, the range of a dwarf) also follows the luminosity class; `high` scales Hδ and above."""
     n, rng, scale = d.n, d.rng, dict(scale or {})
@@ -865,13 +900,20 @@ def _hot(m, d, teff, balmer_depth, balmer_gamma, vsini, he_i, he_ii, ca_k, jump,
     _balmer_jump(m, t, np.full(n, jump))
     return teff, t
 
+# %% ../nbs/04_simulate.ipynb #aa749f67
 # T_eff dependence of hot-star lines, calibrated on the real O, B and A stars of the real-spectra collection (realism study)
 def _o_gamma(teff): return (32000 / teff) ** 2  # Balmer lines strengthen from O5 to O9.5 (Hβ EW ≈ 3 → 4.5 Å)
+
 def _o_he_ii(teff): return np.clip((teff - 26000) / 11000, 0.3, 1.0)  # He II 4686 ≈ 0.6 Å at O5–O7, ≈ 0.35 Å at O9.5
+
 def _o_he_i(teff): return np.clip((42000 - teff) / 9000, 0.05, 1.0)  # He I 4471 ≈ 0.8 Å at O9.5, ≈ 0.1 Å at O5
+
 def _b_gamma(teff): return (20000 / teff) ** 2  # ... and from B0 to B9 (Hβ EW ≈ 4 → 14 Å)
+
 def _b_he_i(teff): return np.exp(-0.5 * (np.log10(teff / 20000) / 0.18) ** 2)  # He I peaks near B2, fades by B9
+
 def _a_gamma(teff): return np.clip(0.65 + 0.35 * (teff - 7500) / 1000, 0.65, 1.0)  # Balmer maximum at A0–A3, weaker by A9
+
 def _a_colour(teff): return np.clip(1.30 + 0.22 * (teff - 7900) / 1000, 1.0, 1.8)
 # ↑ the optical continuum of an A star is bluer than a Planck curve at T_eff: unreddened CALSPEC A0–A1 V standards
 #   (Vega, Sirius, η¹ Dor, ...) have the 4000–7750 Å colours of a blackbody at 1.55–1.8 T_eff, A4–A6 V at 1.3–1.4 T_eff
@@ -887,6 +929,7 @@ def _r_o(m, d):
     _emit_ew(m, f, m.bb_fn(teff), _HE_II[4686], d.values["he_ii_ew"] * fill, d.uniform("wind_fwhm", 1000, 2000))
     return f
 
+# %% ../nbs/04_simulate.ipynb #26a0881a
 def _r_b(m, d, emission=False):
     teff, t = _hot(m, d, (10000, 30000), (0.3, 0.6), (2, 6.5), (50, 300), (0.5, 1.2), (0, 0), (0.0, 0.3), 0.3, metals=0.3,
                    scale=dict(balmer_gamma=_b_gamma, he_i_ew=_b_he_i), lum_mix=_LUM_MIX["b"], high=0.75)  # real B stars: Hδ/Hβ EW ≈ 0.6 (A stars ≈ 0.85)
@@ -909,6 +952,7 @@ def _r_a(m, d, gamma=(6, 19), ca_scale=1.0, teff=(7500, 10000), lum_mix=_LUM_MIX
     _cool_metals(m, t, ca_scale * 0.15 * np.clip((10000 - teff_) / 2500, 0, 1))
     return m.bb(teff_ * _a_colour(teff_)) * t
 
+# %% ../nbs/04_simulate.ipynb #72e7ae72
 def _r_f(m, d):
     teff = d.uniform("teff", 6000, 7300)
     bd, bg = d.uniform("balmer_depth", 0.25, 0.45), d.uniform("balmer_gamma", 1, 2.5)
@@ -928,16 +972,23 @@ def _r_sd(m, d, o):
     m.subclass = ["sdO" if o else "sdB"] * d.n
     return m.bb(teff) * t * t2
 
-_add("o_star", "O star", "O", _r_o, {"ostar": 1.0}, {"wd": 0.05}, ebv=0.4, ebv_max=1.5, doc="He II 4200/4541/4686 absorption, weak Balmer")
-_add("b_star", "B star", "B", _r_b, {"bstar": 1.0}, {"wd": 0.05}, ebv=0.3, ebv_max=1.2, doc="He I absorption, no He II, Balmer strengthening to B9")
+_add("o_star", "O star", "O", _r_o, {"ostar": 1.0}, {"wd": 0.05}, ebv=0.4, ebv_max=1.5,
+     doc="He II 4200/4541/4686 absorption, weak Balmer")
+_add("b_star", "B star", "B", _r_b, {"bstar": 1.0}, {"wd": 0.05}, ebv=0.3, ebv_max=1.2,
+     doc="He I absorption, no He II, Balmer strengthening to B9")
 _add("be_star", "B star", "Be", lambda m, d: _r_b(m, d, True), None, {"cv": 0.15}, ebv=0.3, ebv_max=1.2,
      doc="B photosphere with double-peaked Balmer emission and He I absorption")
-_add("a_star", "A star", "A", _r_a, {"astar": 1.0}, {"wd": 0.15}, ebv=0.1, ebv_max=0.6, doc="deep Balmer lines with narrow wings, Ca II K weak")
-_add("bhb", "A star", "BHB", lambda m, d: _r_a(m, d, (1, 3), 0.2, (7500, 9500), None), None, {"wd": 0.1}, ebv=0.05, ebv_max=0.3,
+_add("a_star", "A star", "A", _r_a, {"astar": 1.0}, {"wd": 0.15}, ebv=0.1, ebv_max=0.6,
+     doc="deep Balmer lines with narrow wings, Ca II K weak")
+_add("bhb", "A star", "BHB", lambda m, d: _r_a(m, d, (1, 3), 0.2, (7500, 9500), None), None, {"wd": 0.1},
+     ebv=0.05, ebv_max=0.3,
      doc="low-gravity A-type halo star: narrow Balmer wings, weak metals")
-_add("f_dwarf", "F star", "F", _r_f, None, {"wd": 0.1}, ebv=0.1, ebv_max=0.6, doc="Balmer lines weaker, Ca II H&K strong, metal lines")
-_add("sdb", "hot subdwarf", "sdB", lambda m, d: _r_sd(m, d, False), None, {"wd": 0.2}, ebv=0.05, ebv_max=0.4, doc="Balmer FWHM 15–30 Å, weak He I")
-_add("sdo", "hot subdwarf", "sdO", lambda m, d: _r_sd(m, d, True), None, {"wd": 0.1}, ebv=0.05, ebv_max=0.4, doc="He II absorption, shallow Balmer")
+_add("f_dwarf", "F star", "F", _r_f, None, {"wd": 0.1}, ebv=0.1, ebv_max=0.6,
+     doc="Balmer lines weaker, Ca II H&K strong, metal lines")
+_add("sdb", "hot subdwarf", "sdB", lambda m, d: _r_sd(m, d, False), None, {"wd": 0.2}, ebv=0.05, ebv_max=0.4,
+     doc="Balmer FWHM 15–30 Å, weak He I")
+_add("sdo", "hot subdwarf", "sdO", lambda m, d: _r_sd(m, d, True), None, {"wd": 0.1}, ebv=0.05, ebv_max=0.4,
+     doc="He II absorption, shallow Balmer")
 
 # %% ../nbs/04_simulate.ipynb #ca819e2f
 def _r_elg(m, d):
@@ -993,7 +1044,8 @@ _FOREST = tuple(zip(_vac(4045.81, 4063.59, 4071.74, 4132.06, 4143.87, 4202.03, 4
                      0.4, 0.4, 0.4, 0.4, 0.4, 0.3, 0.5, 0.6, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.4, 0.4, 0.4, 0.5, 0.5, 0.4, 0.4,
                      0.12, 0.12, 0.12, 0.1, 0.1, 0.1, 0.12, 0.1)))  # strong Fe I/II, Ti I/II, Cr I, Ca I lines of G/K photospheres (air Å); the last eight blend into the He II 4542 window
 _SUB_TEFF_V = ([5, 8, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19], [5660, 5490, 5280, 5170, 5040, 4830, 4600, 4440, 4300, 4100, 3990, 3930])  # G5…K9 V, Pecaut & Mamajek (2013)
-_SUB_TEFF_III = ([5, 8, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19], [5100, 4950, 4750, 4600, 4450, 4300, 4150, 4000, 3950, 3900, 3850, 3820])  # G5…K9 III [U]
+_SUB_TEFF_III = ([5, 8, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19],
+                 [5100, 4950, 4750, 4600, 4450, 4300, 4150, 4000, 3950, 3900, 3850, 3820])  # G5…K9 III [U]
 
 def _late_type(m, d, teff, giant):
     """A G5–K9 photosphere: metal lines, G band, Ca II H&K, weak Balmer lines, blue blanketing and the 4000 Å break;
@@ -1020,6 +1072,7 @@ def _late_type(m, d, teff, giant):
     t *= 1 - np.clip(1.4 * blank, 0, 0.85)[:, None] * _sigmoid((3990 - m.wr) / 15)   # the 4000 Å break (Ca II H&K wings, Fe I, CN)
     return m.bb(teff) * t
 
+# %% ../nbs/04_simulate.ipynb #829b52cf
 def _r_late(m, d, lo, hi, p_giant):
     sub = d.fixed("subtype", np.round(d.rng.uniform(lo, hi, d.n)))  # 5 = G5, 10 = K0, 19 = K9
     giant = d.bernoulli("giant", p_giant)
@@ -1027,6 +1080,7 @@ def _r_late(m, d, lo, hi, p_giant):
     m.subclass = [f"{'K' if s >= 10 else 'G'}{int(s) - 10 if s >= 10 else int(s)}{'III' if gi else 'V'}" for s, gi in zip(sub, giant)]
     return _late_type(m, d, teff, giant)
 
+# %% ../nbs/04_simulate.ipynb #926aabcb
 _FE_II = tuple(zip(_vac(4923.92, 5018.44, 5169.03, 5197.58, 5234.62, 5276.00, 5316.62, 4583.83, 4629.34, 5534.85, 6247.56, 6456.38),
                    (0.25, 0.3, 0.5, 0.08, 0.08, 0.1, 0.15, 0.1, 0.1, 0.1, 0.05, 0.1)))  # Fe II multiplets 42, 49, 37/38, 55, 74 (air Å), relative to Hβ
 _N_III, _NII_5755, _O_I_6364 = _vac(4640.64, 5754.59, 6363.78)

@@ -64,6 +64,36 @@ def _check_wavelength(w, source):
         _fail(source, f"{kind} wavelengths at index {i + 1} ({w[i]:.6g} then {w[i + 1]:.6g} Å); wavelengths must increase strictly")
 
 # %% ../nbs/00_spectrum.ipynb #c8d4e157
+def _check_fields(s):
+    "Check and normalise the fields of a new `Spectrum` `s` in place; SpectrumError naming its source otherwise."
+    s.meta = dict(s.meta or {})
+    src = s.meta.get("source", "spectrum")
+    s.wavelength = _as_1d(s.wavelength, "wavelength", src)
+    s.flux = _as_1d(s.flux, "flux", src)
+    n = len(s.wavelength)
+    _check_wavelength(s.wavelength, src)
+    if len(s.flux) != n: _fail(src, f"length mismatch: {n} wavelengths but {len(s.flux)} flux values")
+    mask = np.zeros(n, bool) if s.mask is None else np.asarray(s.mask).astype(bool)
+    if mask.shape != (n,): _fail(src, f"length mismatch: {n} wavelengths but mask has shape {mask.shape}")
+    nonfinite = ~np.isfinite(s.flux)
+    if s.ivar is not None:
+        ivar = _as_1d(s.ivar, "ivar", src)
+        if len(ivar) != n: _fail(src, f"length mismatch: {n} wavelengths but {len(ivar)} ivar values")
+        bad_ivar = ~np.isfinite(ivar) | (ivar < 0)
+        nonfinite |= bad_ivar
+        ivar = np.where(bad_ivar | nonfinite, 0.0, ivar)
+        mask |= ivar == 0
+        s.ivar = ivar
+    mask |= nonfinite
+    s.mask = mask
+    if nonfinite.any(): s.meta["n_nonfinite"] = int(nonfinite.sum())
+    try: z = float(s.redshift)
+    except (TypeError, ValueError): _fail(src, f"redshift {s.redshift!r} is not a number")
+    if not np.isfinite(z) or z <= -1: _fail(src, f"redshift must be finite and > -1, got {z}")
+    s.redshift = z
+    if not s.good.any(): _fail(src, "no usable pixel (every pixel is masked, non-finite or has ivar=0)")
+
+# %% ../nbs/00_spectrum.ipynb #4e8f6296
 @dataclass(eq=False)
 class Spectrum:
     "A 1-D spectrum: wavelength (Å, ascending), flux, optional inverse variance, bad-pixel mask, redshift and header facts."
@@ -74,33 +104,7 @@ class Spectrum:
     redshift: float = 0.0 # pipeline/catalogue redshift z; wavelength/(1+z) is the rest frame
     meta: dict = field(default_factory=dict) # header facts: source, id, survey, class, subclass, snr, ra, dec, medium, ...
 
-    def __post_init__(self):
-        self.meta = dict(self.meta or {})
-        src = self.meta.get("source", "spectrum")
-        self.wavelength = _as_1d(self.wavelength, "wavelength", src)
-        self.flux = _as_1d(self.flux, "flux", src)
-        n = len(self.wavelength)
-        _check_wavelength(self.wavelength, src)
-        if len(self.flux) != n: _fail(src, f"length mismatch: {n} wavelengths but {len(self.flux)} flux values")
-        mask = np.zeros(n, bool) if self.mask is None else np.asarray(self.mask).astype(bool)
-        if mask.shape != (n,): _fail(src, f"length mismatch: {n} wavelengths but mask has shape {mask.shape}")
-        nonfinite = ~np.isfinite(self.flux)
-        if self.ivar is not None:
-            ivar = _as_1d(self.ivar, "ivar", src)
-            if len(ivar) != n: _fail(src, f"length mismatch: {n} wavelengths but {len(ivar)} ivar values")
-            bad_ivar = ~np.isfinite(ivar) | (ivar < 0)
-            nonfinite |= bad_ivar
-            ivar = np.where(bad_ivar | nonfinite, 0.0, ivar)
-            mask |= ivar == 0
-            self.ivar = ivar
-        mask |= nonfinite
-        self.mask = mask
-        if nonfinite.any(): self.meta["n_nonfinite"] = int(nonfinite.sum())
-        try: z = float(self.redshift)
-        except (TypeError, ValueError): _fail(src, f"redshift {self.redshift!r} is not a number")
-        if not np.isfinite(z) or z <= -1: _fail(src, f"redshift must be finite and > -1, got {z}")
-        self.redshift = z
-        if not self.good.any(): _fail(src, "no usable pixel (every pixel is masked, non-finite or has ivar=0)")
+    def __post_init__(self): _check_fields(self)
 
     @property
     def good(self): "Boolean array: pixels that are usable."; return ~self.mask

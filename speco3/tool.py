@@ -88,13 +88,15 @@ def _number(x, i):
     if isinstance(x, str):
         raise _Invalid("type", f"{where} is the string {x!r:.30}; give numbers without quotes, e.g. [6500, 6620].")
     if not isinstance(x, (int, float, np.integer, np.floating)):
-        raise _Invalid("type", f"{where} is {_jtype(x)}, not a number; give a flat array of two numbers, e.g. [6500, 6620].")
+        raise _Invalid("type",
+                       f"{where} is {_jtype(x)}, not a number; give a flat array of two numbers, e.g. [6500, 6620].")
     try: v = float(x)
     except OverflowError: raise _Invalid("magnitude", f"{where} is too large; wavelengths are in Å, e.g. [6500, 6620].") from None
     if not math.isfinite(v):
         raise _Invalid("nonfinite", f"{where} is {v}; give finite numbers in Å, e.g. [6500, 6620].")
     return v
 
+# %% ../nbs/03_tool.ipynb #164b65d5
 def _parse_range(value):
     "Check `wavelength_range`: None (full view) or two numbers (lo, hi) with 0 <= lo < hi, hi - lo >= MIN_WIDTH."
     if value is None: return None
@@ -105,7 +107,8 @@ def _parse_range(value):
         raise _Invalid(kind, f"wavelength_range is {_jtype(value)}, not an array; give two numbers "
                              f"[min, max] in rest-frame Å{quotes}, e.g. [6500, 6620].")
     if len(value) == 1 and isinstance(value[0], (list, tuple)):
-        raise _Invalid("arity", "wavelength_range is a nested array; give a flat array of two numbers, e.g. [6500, 6620].")
+        raise _Invalid("arity",
+                       "wavelength_range is a nested array; give a flat array of two numbers, e.g. [6500, 6620].")
     if len(value) != 2:
         raise _Invalid("arity", f"wavelength_range has {len(value)} value(s); give exactly two numbers [min, max] in Å, e.g. [6500, 6620].")
     lo, hi = (_number(x, i) for i, x in enumerate(value))
@@ -119,10 +122,12 @@ def _parse_range(value):
     if lo > hi:
         raise _Invalid("order", f"wavelength_range {rng} has min > max; give the bounds in increasing order: [{_fmt(hi)}, {_fmt(lo)}].")
     if hi - lo < MIN_WIDTH:
-        raise _Invalid("narrow", f"wavelength_range {rng} is {_fmt(hi - lo)} Å wide, narrower than {_fmt(MIN_WIDTH)} Å; "
+        raise _Invalid("narrow",
+                       f"wavelength_range {rng} is {_fmt(hi - lo)} Å wide, narrower than {_fmt(MIN_WIDTH)} Å; "
                                  f"widen it, e.g. [{_fmt(lo - 10)}, {_fmt(hi + 10)}].")
     return lo, hi
 
+# %% ../nbs/03_tool.ipynb #d7351679
 def _clean_label(label):
     "A printable one-line label of at most MAX_LABEL characters, or None; `_Invalid` if not a string."
     if label is None: return None
@@ -175,6 +180,7 @@ def _numbers(v, key, kinds="iuf"):
         raise SpectrumError(f"create_kwargs: {key} must hold only numbers; item {bad} is {a.tolist()[bad]!r}"[:200])
     return a
 
+# %% ../nbs/03_tool.ipynb #61947ddd
 def _checked_create_kwargs(create_kwargs) -> dict:
     "create_kwargs as a dict whose wavelength/flux/ivar/mask/redshift/meta have the right types; SpectrumError otherwise."
     if create_kwargs is None: create_kwargs = {}
@@ -196,7 +202,112 @@ def _checked_create_kwargs(create_kwargs) -> dict:
         raise SpectrumError(f"create_kwargs: meta must be a dict, got {type(ck['meta']).__name__}")
     return ck
 
-class SpectralVisualizationTool:
+# %% ../nbs/03_tool.ipynb #70b5cbc1
+class _Speco3Windows:
+    "speco3's window rules (`errors='speco3'`): checked bounds, clipping to the data, errors that say how to fix a call."
+
+    def _draw(self, wavelength_range=None, label=None):
+        "speco3's rules and words: checked bounds, clipping to the data, an error that says how to fix the call."
+        rng, label = _parse_range(wavelength_range), _clean_label(label)
+        if self.data_range is None or self._finite.sum() < MIN_POINTS:
+            raise _Invalid("few_points", f"this spectrum has only {int(self._finite.sum())} finite data point(s); nothing can be plotted.")
+        lo, hi = rng or self.data_range
+        a, b = max(lo, self.data_range[0]), min(hi, self.data_range[1])
+        if a >= b: raise _Invalid("outside", f"wavelength_range [{_fmt(lo)}, {_fmt(hi)}] Å does not overlap the data, {self._coverage()}; choose a window inside it.")
+        n = self._count(a, b)
+        if n < MIN_POINTS: raise _Invalid("few_points", self._few_points_msg(a, b, n))
+        title = label if self.style == "fast" else None   # spec-o3 pictures carry the authors' fixed title
+        try: image = render(self.rest, None if rng is None else (a, b), style=self.style, title=title)
+        except Exception as e: raise _Invalid("render", f"the window [{_fmt(a)}, {_fmt(b)}] Å could not be drawn ({str(e)[:80]}); try a wider window.") from None
+        clipped = rng is not None and (a, b) != (lo, hi)
+        what = label or ("the requested region" if rng else "the full spectrum")
+        text = f"Generated spectral visualization focused on wavelength range [{_fmt(a)}, {_fmt(b)}] Å for {what}."
+        if clipped: text += f" The requested range [{_fmt(lo)}, {_fmt(hi)}] Å was clipped to the data, {self._coverage()}."
+        return ToolResult(text=text, image=image, window=(a, b), n_points=n, clipped=clipped)
+
+    def _coverage(self):
+        lo, hi = self.data_range
+        return f"which cover {_fmt(lo)}-{_fmt(hi)} Å in the rest frame (z = {self.spectrum.redshift:g})"
+
+    def _count(self, a, b):
+        "Usable pixels (finite, not masked: what the plot draws) in [a, b]."
+        w = self.rest.wavelength
+        return int(self.rest.good[(w >= a) & (w <= b)].sum())
+
+    def _few_points_msg(self, a, b, n):
+        "Say how many points the window has and suggest one about 20 pixels wide around its centre."
+        w, c = self.rest.wavelength, (a + b) / 2
+        i = int(np.clip(np.searchsorted(w, c), 1, len(w) - 1))
+        step = float(np.median(np.diff(w[max(i - 5, 0):i + 6])))
+        half = max(10 * step, MIN_WIDTH)
+        return (f"wavelength_range [{_fmt(a)}, {_fmt(b)}] Å holds {n} finite data point(s), fewer than {MIN_POINTS} "
+                f"(pixels here are about {step:.2g} Å apart); widen it, e.g. [{_fmt(round(c - half))}, {_fmt(round(c + half))}].")
+
+# %% ../nbs/03_tool.ipynb #1f811c35
+class _O3Windows:
+    "The authors' window rules (`errors='spec-o3'`): two increasing bounds that reach the data; generic error lines."
+
+    def _draw_o3(self, wavelength_range=None, label=None):
+        "The authors' rules and words: a window is two increasing bounds that reach the data; errors are one generic line."
+        w = self.rest.wavelength
+        lo, hi = float(w.min()), float(w.max())
+        wr = wavelength_range.tolist() if isinstance(wavelength_range, np.ndarray) else wavelength_range
+        about = f" for {label}." if label else "."
+        title = label if self.style == "fast" and label else None   # spec-o3 pictures carry the authors' fixed title
+        try:
+            if wr is None:
+                return ToolResult(text="Generated full spectrum visualization" + about,
+                                  image=render(self.rest, style=self.style, title=title),
+                                  window=(lo, hi), n_points=int(self.rest.good.sum()))
+            if not (isinstance(wr, (list, tuple)) and len(wr) == 2 and wr[0] < wr[1] and wr[1] >= lo and wr[0] <= hi):
+                return ToolResult(text=f"Error: The specified wavelength range {wr} is invalid or outside the available "
+                                       f"data range [{lo:.1f}, {hi:.1f}].", ok=False, error="invalid")
+            n = int(np.sum((w >= wr[0]) & (w <= wr[1])))
+            if n == 0: raise ValueError(f"No data points in specified wavelength range {tuple(wr)}")
+            image = render(self.rest, (wr[0], wr[1]), style=self.style, title=title)
+            return ToolResult(text=zoom_text(wr, label),
+                              image=image, window=(float(wr[0]), float(wr[1])), n_points=n)
+        except Exception as e:
+            return ToolResult(text=f"Error processing spectral visualization: {e}", ok=False, error="processing")
+
+# %% ../nbs/03_tool.ipynb #9f94bcc5
+class _Calls:
+    "Running calls for `SpectralVisualizationTool`: every call is timed and logged, and none raises."
+
+    def __repr__(self):
+        lo, hi = self.data_range or (float("nan"),) * 2
+        return (f"{type(self).__name__}({self.spectrum.meta.get('id', self.spectrum.meta.get('source', 'spectrum'))}, "
+                f"z={self.spectrum.redshift:g}, rest {lo:.0f}-{hi:.0f} Å, style={self.style_version}, {len(self.calls)} calls)")
+
+    def execute(self,
+                wavelength_range=None,  # [min, max] rest-frame Å; None = the full spectrum
+                label=None):            # optional feature name, quoted in the text
+        "Render one window; invalid input gives an error `ToolResult`, never an exception."
+        return self._run(lambda: self._answer(wavelength_range, label))
+
+    def call(self,
+             arguments=None):  # what the model wrote: arguments (or whole call) as dict or JSON string
+        "Run a raw tool call as parsed from `<tool_call>{json}</tool_call>`; never raises."
+        return self._run(lambda: self._answer(**_parse_arguments(arguments, strict=self.errors == "speco3")))
+
+    def _run(self, thunk):
+        "Time a call, turn every failure into an error result and log it."
+        t0 = time.perf_counter()
+        try: res = thunk()
+        except _Invalid as e: res = _fail(e.kind, e.msg)
+        except Exception as e:  # a bug, not a bad call: still never crash the agent loop; tests assert it never happens
+            res = _fail("internal",
+                        f"the tool failed unexpectedly ({type(e).__name__}: {str(e)[:80]}); try another window.")
+        res.ms, res.reward = 1e3 * (time.perf_counter() - t0), 0.0 if res.ok else ERROR_REWARD
+        window = None if res.window is None else [round(x, 3) for x in res.window]
+        self.calls.append(dict(window=window, ok=res.ok, error=res.error, ms=round(res.ms, 1), n_points=res.n_points))
+        return res
+
+    def _answer(self, wavelength_range=None, label=None):
+        return self._draw(wavelength_range, label) if self.errors == "speco3" else self._draw_o3(wavelength_range, label)
+
+# %% ../nbs/03_tool.ipynb #80ce92ff
+class SpectralVisualizationTool(_Calls, _Speco3Windows, _O3Windows):
     "The Spec-o3 zoom tool for one spectrum: rest-frame windows in, plots (or one-line errors) out, worded like the authors' tool."
     name = TOOL_NAME
     schema = TOOL_SCHEMA
@@ -245,93 +356,3 @@ class SpectralVisualizationTool:
         except SpectrumError: raise
         except (TypeError, ValueError) as e:   # anything the checks above did not foresee still speaks as one line
             raise SpectrumError(f"create_kwargs: unusable ({type(e).__name__}: {' '.join(str(e).split())[:120]})") from e
-
-    def __repr__(self):
-        lo, hi = self.data_range or (float("nan"),) * 2
-        return (f"{type(self).__name__}({self.spectrum.meta.get('id', self.spectrum.meta.get('source', 'spectrum'))}, "
-                f"z={self.spectrum.redshift:g}, rest {lo:.0f}-{hi:.0f} Å, style={self.style_version}, {len(self.calls)} calls)")
-
-    def execute(self,
-                wavelength_range=None,  # [min, max] rest-frame Å; None = the full spectrum
-                label=None):            # optional feature name, quoted in the text
-        "Render one window; invalid input gives an error `ToolResult`, never an exception."
-        return self._run(lambda: self._answer(wavelength_range, label))
-
-    def call(self,
-             arguments=None):  # what the model wrote: arguments (or whole call) as dict or JSON string
-        "Run a raw tool call as parsed from `<tool_call>{json}</tool_call>`; never raises."
-        return self._run(lambda: self._answer(**_parse_arguments(arguments, strict=self.errors == "speco3")))
-
-    def _run(self, thunk):
-        "Time a call, turn every failure into an error result and log it."
-        t0 = time.perf_counter()
-        try: res = thunk()
-        except _Invalid as e: res = _fail(e.kind, e.msg)
-        except Exception as e:  # a bug, not a bad call: still never crash the agent loop; tests assert it never happens
-            res = _fail("internal", f"the tool failed unexpectedly ({type(e).__name__}: {str(e)[:80]}); try another window.")
-        res.ms, res.reward = 1e3 * (time.perf_counter() - t0), 0.0 if res.ok else ERROR_REWARD
-        window = None if res.window is None else [round(x, 3) for x in res.window]
-        self.calls.append(dict(window=window, ok=res.ok, error=res.error, ms=round(res.ms, 1), n_points=res.n_points))
-        return res
-
-    def _answer(self, wavelength_range=None, label=None):
-        return self._draw(wavelength_range, label) if self.errors == "speco3" else self._draw_o3(wavelength_range, label)
-
-    def _draw_o3(self, wavelength_range=None, label=None):
-        "The authors' rules and words: a window is two increasing bounds that reach the data; errors are one generic line."
-        w = self.rest.wavelength
-        lo, hi = float(w.min()), float(w.max())
-        wr = wavelength_range.tolist() if isinstance(wavelength_range, np.ndarray) else wavelength_range
-        about = f" for {label}." if label else "."
-        title = label if self.style == "fast" and label else None   # spec-o3 pictures carry the authors' fixed title
-        try:
-            if wr is None:
-                return ToolResult(text="Generated full spectrum visualization" + about, image=render(self.rest, style=self.style, title=title),
-                                  window=(lo, hi), n_points=int(self.rest.good.sum()))
-            if not (isinstance(wr, (list, tuple)) and len(wr) == 2 and wr[0] < wr[1] and wr[1] >= lo and wr[0] <= hi):
-                return ToolResult(text=f"Error: The specified wavelength range {wr} is invalid or outside the available "
-                                       f"data range [{lo:.1f}, {hi:.1f}].", ok=False, error="invalid")
-            n = int(np.sum((w >= wr[0]) & (w <= wr[1])))
-            if n == 0: raise ValueError(f"No data points in specified wavelength range {tuple(wr)}")
-            image = render(self.rest, (wr[0], wr[1]), style=self.style, title=title)
-            return ToolResult(text=zoom_text(wr, label),
-                              image=image, window=(float(wr[0]), float(wr[1])), n_points=n)
-        except Exception as e:
-            return ToolResult(text=f"Error processing spectral visualization: {e}", ok=False, error="processing")
-
-    def _draw(self, wavelength_range=None, label=None):
-        "speco3's rules and words: checked bounds, clipping to the data, an error that says how to fix the call."
-        rng, label = _parse_range(wavelength_range), _clean_label(label)
-        if self.data_range is None or self._finite.sum() < MIN_POINTS:
-            raise _Invalid("few_points", f"this spectrum has only {int(self._finite.sum())} finite data point(s); nothing can be plotted.")
-        lo, hi = rng or self.data_range
-        a, b = max(lo, self.data_range[0]), min(hi, self.data_range[1])
-        if a >= b: raise _Invalid("outside", f"wavelength_range [{_fmt(lo)}, {_fmt(hi)}] Å does not overlap the data, {self._coverage()}; choose a window inside it.")
-        n = self._count(a, b)
-        if n < MIN_POINTS: raise _Invalid("few_points", self._few_points_msg(a, b, n))
-        title = label if self.style == "fast" else None   # spec-o3 pictures carry the authors' fixed title
-        try: image = render(self.rest, None if rng is None else (a, b), style=self.style, title=title)
-        except Exception as e: raise _Invalid("render", f"the window [{_fmt(a)}, {_fmt(b)}] Å could not be drawn ({str(e)[:80]}); try a wider window.") from None
-        clipped = rng is not None and (a, b) != (lo, hi)
-        what = label or ("the requested region" if rng else "the full spectrum")
-        text = f"Generated spectral visualization focused on wavelength range [{_fmt(a)}, {_fmt(b)}] Å for {what}."
-        if clipped: text += f" The requested range [{_fmt(lo)}, {_fmt(hi)}] Å was clipped to the data, {self._coverage()}."
-        return ToolResult(text=text, image=image, window=(a, b), n_points=n, clipped=clipped)
-
-    def _coverage(self):
-        lo, hi = self.data_range
-        return f"which cover {_fmt(lo)}-{_fmt(hi)} Å in the rest frame (z = {self.spectrum.redshift:g})"
-
-    def _count(self, a, b):
-        "Usable pixels (finite, not masked: what the plot draws) in [a, b]."
-        w = self.rest.wavelength
-        return int(self.rest.good[(w >= a) & (w <= b)].sum())
-
-    def _few_points_msg(self, a, b, n):
-        "Say how many points the window has and suggest one about 20 pixels wide around its centre."
-        w, c = self.rest.wavelength, (a + b) / 2
-        i = int(np.clip(np.searchsorted(w, c), 1, len(w) - 1))
-        step = float(np.median(np.diff(w[max(i - 5, 0):i + 6])))
-        half = max(10 * step, MIN_WIDTH)
-        return (f"wavelength_range [{_fmt(a)}, {_fmt(b)}] Å holds {n} finite data point(s), fewer than {MIN_POINTS} "
-                f"(pixels here are about {step:.2g} Å apart); widen it, e.g. [{_fmt(round(c - half))}, {_fmt(round(c + half))}].")
