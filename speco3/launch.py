@@ -102,7 +102,17 @@ def _failure(where, processes, code):
             return ChildProcessError(f"rank {r} of {processes} failed: {err.read_text().strip()} (log: {where / f'rank{r}.log'})")
     logs = [where / f"rank{r}.log" for r in range(processes)]
     log = next((p for p in logs if p.exists()), where / "launcher.log")
-    return ChildProcessError(f"the {processes}-process launch exited with status {code} before a rank reported an error (log: {log}, launcher: {where / 'launcher.log'})")
+    said = _last_line(log) or _last_line(where / "launcher.log")
+    said = f": {said}" if said else ""
+    return ChildProcessError(f"the {processes}-process launch exited with status {code} before a rank reported an error{said} "
+                             f"(log: {log}, launcher: {where / 'launcher.log'})")
+
+def _last_line(path, # a log file
+               width:int=200): # at most this many characters of it
+    "The last non-blank line of `path`, shortened to `width` characters; '' when there is none."
+    try: lines = [l.strip() for l in Path(path).read_text(errors="replace").splitlines() if l.strip()]
+    except OSError: return ""
+    return lines[-1][:width] if lines else ""
 
 def launch(target:str, # "module:function" to run in every process, e.g. "speco3.sft:train_sft"
            kwargs:dict, # its keyword arguments (every value must pickle)

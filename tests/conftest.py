@@ -50,6 +50,7 @@ def unexpected_skips() -> list:
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session, exitstatus):
+    if os.environ.get("PYTEST_XDIST_WORKER"): return   # under pytest-xdist the controller sees every report and speaks once
     if os.environ.get("SPECO3_STRICT_SKIPS") and unexpected_skips() and session.exitstatus == 0:
         session.exitstatus = 1
     out = os.environ.get("SPECO3_SKIP_REPORT")   # bin/test prints these lines in its closing summary
