@@ -155,10 +155,12 @@ def notebook_parameter(notebook, name):
 
 
 def summary(target, results):
+    "The cpu run's results/<target>/summary.json (`speco3.summaries.read_summary`: a key it lacks is one line naming the file) and its name."
+    from speco3.summaries import read_summary
     path = Path(results) / target / "summary.json"
     if not path.is_file():
         raise FileNotFoundError(f"{rel(path)}: the cpu run's record is missing (run bin/reproduce cpu first)")
-    return json.loads(path.read_text()), rel(path)
+    return read_summary(Path(results).parent, target), rel(path)
 
 
 @dataclass
