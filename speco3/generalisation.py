@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from .tasks import PAPER_TASKS
-from .metrics import predictions_frame, evaluate, read_predictions, slug, markdown_table
+from .metrics import predictions_frame, evaluate, read_predictions, slug
+from .summaries import markdown_table
 
 # %% auto #0
 __all__ = ['SETS', 'TABLES', 'UNTRAINED_TINY', 'set_dir', 'score_sets', 'tables', 'missing', 'markdown', 'pair_name', 'vet_sets',

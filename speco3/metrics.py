@@ -5,8 +5,8 @@
 # %% auto #0
 __all__ = ['REQUIRED', 'FIELDS', 'PREDICTION_COLUMNS', 'tool_fields', 'predictions_frame', 'confusion', 'Evaluation', 'evaluate',
            'split_scored', 'paired_difference', 'visited', 'tool_stats', 'yes_by_kind', 'calibration_table', 'ece',
-           'risk_coverage', 'aurc', 'main_table', 'write_predictions', 'read_predictions', 'slug', 'markdown_table',
-           'balanced_accuracy', 'probe_accuracy']
+           'risk_coverage', 'aurc', 'main_table', 'write_predictions', 'read_predictions', 'slug', 'balanced_accuracy',
+           'probe_accuracy']
 
 # %% ../nbs/11_metrics.ipynb #64034318
 import json, re, zlib
@@ -632,11 +632,7 @@ def slug(name:str # a policy's row name
     "The file-name form of a row name, as in its predictions file: 'Tiny Qwen2.5-VL + SFT' -> 'tiny-qwen2-5-vl-sft'."
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
-def markdown_table(head, # column names
-                   rows # rows of cells (each turned into text with str)
-                  ) -> str:
-    "A markdown table (no trailing newline)."
-    return "\n".join("| " + " | ".join(map(str, r)) + " |" for r in [head, ["---"] * len(head), *rows])
+from .summaries import markdown_table  # the one Markdown table writer (nbs/00d_summaries), here beside slug
 
 # %% ../nbs/11_metrics.ipynb #40edca59
 def balanced_accuracy(pred, # predicted labels (a missing prediction, None, counts as wrong)

@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 from .files import atomic_write
 from .tasks import PAPER_TASKS
-from .metrics import slug, markdown_table
+from .metrics import slug
+from .summaries import markdown_table
 from .records import relative
 
 # %% auto #0

@@ -73,6 +73,7 @@ def build(out, per_class=2, seed=0):
     from speco3.bench import export_published, check_benchmark, benchmark_files
     from speco3.agent import load_samples
     from speco3.coldstart import draft, qc, heldout_keys, export_authors_sharegpt
+    from speco3.summaries import markdown_table
     out = Path(out)
     if out.exists() and any(out.iterdir()): sys.exit(f"author_fixture: {out} is not empty")
     real = [s for s in load_real(root / "data" / "real-spectra") if len(s.wavelength) > 100]
@@ -85,7 +86,7 @@ def build(out, per_class=2, seed=0):
             no = split_objects(by_label(no_labels), per_class, seed, f"{task}/no")
             for k, split in enumerate(("train", "test")):
                 n = write_rows(tmp, task, split, yes[k], no[k])
-                lines.append(f"| {split}_{task} | {n} | {len(yes[k])} | {', '.join(sorted({s.meta['label'] for s in yes[k] + no[k]}))} |")
+                lines.append([f"{split}_{task}", n, len(yes[k]), ", ".join(sorted({s.meta["label"] for s in yes[k] + no[k]}))])
         snapshot = export_published(tmp, out / "SpecVI-Bench")
     files = check_benchmark(snapshot)
     card = (snapshot / "README.md").read_text()
@@ -95,7 +96,7 @@ def build(out, per_class=2, seed=0):
         "The collection has no S-type star and two carbon stars: the ss positives and the carbon positives beyond those two are "
         "SpecVI-Sim spectra (simulated; ids start SIM). "
         "Too small for any number to mean anything; it exercises an author's run.\n\n"
-        "| file | rows | YES | labels |\n|---|---|---|---|\n" + "\n".join(lines) + "\n\n" + card)
+        + markdown_table(["file", "rows", "YES", "labels"], lines, compact=True) + "\n\n" + card)
     train = [r for t in LABELS for r in load_samples(snapshot, task=t, split="train")]
     with tempfile.TemporaryDirectory() as tmp:
         records = draft(train, Path(tmp) / "drafts", style="spec-o3", min_snr=None)  # atlas spectra carry no noise estimate
