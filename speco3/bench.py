@@ -474,7 +474,8 @@ _SET_DOCS = {None: "main task", "sdss": "cross-survey: test objects observed by 
              "lowsnr": "extreme: g-band SNR < 5"}
 
 def _table(head, rows):
-    return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(map(str, r)) + " |" for r in rows])
+    from speco3.summaries import markdown_table
+    return markdown_table(head, rows, compact=True)
 
 # %% ../nbs/06a_bench.ipynb #e27155c6
 def _card_head(stats:dict) -> str:

@@ -71,6 +71,7 @@ def _on_cluster(items, policy, a, opts):
                          "(start more of them)")
     return vet_on_cluster(items, policy, a.out, a.cluster, shard_size=a.shard_size, **opts)
 
+# %% ../nbs/91_cli.ipynb #8d9cb58e
 def _vet(a):
     from functools import partial
     from speco3.agent import run, sample_id

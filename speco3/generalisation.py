@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from .tasks import PAPER_TASKS
-from .metrics import predictions_frame, evaluate, read_predictions, slug, markdown_table
+from .metrics import predictions_frame, evaluate, read_predictions, slug
+from .summaries import markdown_table
 
 # %% auto #0
 __all__ = ['SETS', 'TABLES', 'UNTRAINED_TINY', 'set_dir', 'score_sets', 'tables', 'missing', 'markdown', 'pair_name', 'vet_sets',
@@ -162,14 +163,14 @@ def learned_stages(out_dir, # the paper notebooks' output folder (results/ and r
                    profile:str # the profile they ran at
                   ) -> tuple[list, list]:
     "(stages, notes): each learned stage the paper notebooks left in results/main, sft and grpo — name, model, style, max_new_tokens, saved, made_by (that folder), trained (False for the base models) — and a line for each record that is missing or unusable."
+    from speco3.summaries import read_summary, read_run
     out = Path(out_dir); res = out / "results"
     stages, notes = [], []
     def record(path, what):
         nb = f"the paper notebook writing results/{path.parent.name}/"
-        if not path.exists():
+        s = (read_run if path.name == "run.json" else read_summary)(out, path.parent.name, optional=True)  # not JSON: a one-line error
+        if s is None:
             notes.append(f"{path.relative_to(out).as_posix()} is missing: run {nb} with this out_dir at profile {profile!r} for {what}"); return None
-        try: s = json.loads(path.read_text())
-        except ValueError as e: raise ValueError(f"{path}: not a JSON record ({e}); run {nb} again") from None
         if s.get("profile") != profile:
             notes.append(f"{path.relative_to(out).as_posix()} is from profile {s.get('profile')!r}, not {profile!r}: {what} left out"); return None
         return s

@@ -6,7 +6,7 @@
 __all__ = ['REQUIRED', 'FIELDS', 'PREDICTION_COLUMNS', 'tool_fields', 'predictions_frame', 'confusion', 'Evaluation', 'evaluate',
            'split_scored', 'slim_record', 'paired_difference', 'visited', 'tool_stats', 'yes_by_kind',
            'calibration_table', 'ece', 'risk_coverage', 'aurc', 'main_table', 'write_predictions', 'read_predictions',
-           'slug', 'markdown_table', 'balanced_accuracy', 'probe_accuracy']
+           'slug', 'balanced_accuracy', 'probe_accuracy']
 
 # %% ../nbs/11_metrics.ipynb #64034318
 import json, re, zlib
@@ -665,12 +665,6 @@ def slug(name:str # a policy's row name
         ) -> str:
     "The file-name form of a row name, as in its predictions file: 'Tiny Qwen2.5-VL + SFT' -> 'tiny-qwen2-5-vl-sft'."
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
-
-def markdown_table(head, # column names
-                   rows # rows of cells (each turned into text with str)
-                  ) -> str:
-    "A markdown table (no trailing newline)."
-    return "\n".join("| " + " | ".join(map(str, r)) + " |" for r in [head, ["---"] * len(head), *rows])
 
 # %% ../nbs/11_metrics.ipynb #40edca59
 def balanced_accuracy(pred, # predicted labels (a missing prediction, None, counts as wrong)

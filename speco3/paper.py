@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 from .files import atomic_write
 from .tasks import PAPER_TASKS
-from .metrics import slug, markdown_table
+from .metrics import slug
+from .summaries import markdown_table
 from .records import relative
 
 # %% auto #0
@@ -213,6 +214,7 @@ def vet_model(model_dir, # a model folder HFPolicy loads (a trained run's model/
     summary = run(samples, policy, run_dir, progress=False, style=style, zoom=zoom)
     return read_trajectories(run_dir), dict(summary, generation=policy.stats)
 
+# %% ../nbs/90b_paper.ipynb #dedd3426
 def load_predictions(path, # a predictions_*.csv written by save_predictions
                      ids # the sample ids wanted
                     ) -> list | None:

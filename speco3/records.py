@@ -5,6 +5,7 @@
 # %% ../nbs/90_records.ipynb #d1bed91c
 from __future__ import annotations
 import json, os, platform, subprocess, sys, time
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -12,8 +13,9 @@ from .files import atomic_write
 from . import profiles
 
 # %% auto #0
-__all__ = ['check_profile', 'output_dirs', 'relative', 'git_commit', 'environment', 'machine', 'write_run_record', 'save_figure',
-           'work_parts', 'folder_bytes', 'write_reproduce_summary', 'keep_notebook', 'scrub_paths', 'stale_outputs']
+__all__ = ['check_profile', 'output_dirs', 'relative', 'git_commit', 'environment', 'machine', 'write_run_record', 'PaperRun',
+           'start', 'save_figure', 'work_parts', 'folder_bytes', 'write_reproduce_summary', 'keep_notebook',
+           'scrub_paths', 'stale_outputs']
 
 # %% ../nbs/90_records.ipynb #2e82fe7d
 def check_profile(profile:str # one of smoke, cpu, gpu, paper
@@ -71,6 +73,7 @@ def machine() -> dict:
     except ImportError: pass
     return {"cpu_count": os.cpu_count(), "gpu": gpu}
 
+# %% ../nbs/90_records.ipynb #326a24cc
 def _utc(t=None): return datetime.fromtimestamp(time.time() if t is None else t, timezone.utc).isoformat(timespec="seconds")
 
 def write_run_record(results_dir, # the notebook's results folder
@@ -97,6 +100,39 @@ def _history(path):
     except (OSError, ValueError): return []
     if not isinstance(old, dict): return []
     return old.get("history", []) + [{k: v for k, v in old.items() if k != "history"}]
+
+# %% ../nbs/90_records.ipynb #d76f3c3a
+@dataclass
+class PaperRun:
+    "A paper notebook's run as `start` began it: its results folder's name, parameters, start time and output folders."
+    target: str  # the results folder's name, e.g. "sft"
+    params: dict  # the parameters recorded in run.json (profile and out_dir first)
+    started: float  # time.time() at the start
+    out_dir: Path  # the folder holding results/ and figures/
+    results_dir: Path  # out_dir/results/<target>
+    figures_dir: Path  # out_dir/figures
+
+    def rel(self, path) -> str:
+        "`path` relative to `out_dir` (`relative`): what results say instead of a machine path."
+        return relative(path, self.out_dir)
+
+    def finish(self, parts:list|None=None # the work the result stands on (`work_parts`)
+              ) -> dict:
+        "Write the run record, `results_dir/run.json` (`write_run_record`), and return it."
+        return write_run_record(self.results_dir, self.params, self.started, parts)
+
+def start(target:str, # the results folder's name, e.g. "sft" (out_dir/results/<target>)
+          profile:str, # one of smoke, cpu, gpu, paper (`check_profile`)
+          out_dir, # the folder holding results/ and figures/
+          note:str="", # printed after the parameters, e.g. why the notebook skips its work
+          **params # the notebook's other parameters, recorded in run.json after profile and out_dir
+         ) -> PaperRun:
+    "Begin a paper notebook's run: start the clock, check `profile`, print the parameters, make the output folders (`output_dirs`)."
+    started = time.time()
+    params = dict(profile=check_profile(profile), out_dir=str(out_dir), **params)
+    print(params, *[note] if note else [])
+    res, fig = output_dirs(out_dir, target)
+    return PaperRun(target, params, started, Path(out_dir), res, fig)
 
 # %% ../nbs/90_records.ipynb #9f875e64
 def save_figure(fig, # a matplotlib Figure

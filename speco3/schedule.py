@@ -63,6 +63,7 @@ def _share(cores_file, running):
     n, f = str(max(1, (os.cpu_count() or 1) // running)), Path(cores_file)
     if not f.exists() or f.read_text() != n: atomic_write(f, n)
 
+# %% ../nbs/90a_schedule.ipynb #5674eab7
 def run_plan(commands:dict, # name -> the command (argv list) that runs it
              plan:dict, # name -> the names it waits for (`plan_for`)
              jobs:int=2, # commands running at once

@@ -11,7 +11,8 @@ import pandas as pd
 from .policy import Policy
 from .remote import OpenAIPolicy, ENV_BASE_URL, ENV_MODEL, ENV_API_KEY
 from .agent import Sample, run, read_trajectories
-from .metrics import predictions_frame, evaluate, read_predictions, markdown_table
+from .metrics import predictions_frame, evaluate, read_predictions
+from .summaries import markdown_table
 from .tasks import PAPER_TASKS, PAPER_STYLE
 
 # %% auto #0

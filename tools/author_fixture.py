@@ -84,6 +84,7 @@ def build(out, per_class=2, seed=0, spectra=None):
     from speco3.bench import export_published, check_benchmark, benchmark_files
     from speco3.agent import load_samples
     from speco3.coldstart import draft, qc, heldout_keys, export_authors_sharegpt
+    from speco3.summaries import markdown_table
     out = Path(out)
     if out.exists() and any(out.iterdir()): sys.exit(f"author_fixture: {out} is not empty")
     source = collection(root / "data" / "real-spectra" if spectra is None else spectra)
@@ -98,7 +99,7 @@ def build(out, per_class=2, seed=0, spectra=None):
             made += yes[0] + yes[1] + no[0] + no[1]
             for k, split in enumerate(("train", "test")):
                 n = write_rows(tmp, task, split, yes[k], no[k])
-                lines.append(f"| {split}_{task} | {n} | {len(yes[k])} | {', '.join(sorted({s.meta['label'] for s in yes[k] + no[k]}))} |")
+                lines.append([f"{split}_{task}", n, len(yes[k]), ", ".join(sorted({s.meta["label"] for s in yes[k] + no[k]}))])
         snapshot = export_published(tmp, out / "SpecVI-Bench")
     n_sim = sum(s.meta["id"].startswith("SIM-") for s in made)
     files = check_benchmark(snapshot)
@@ -110,7 +111,7 @@ def build(out, per_class=2, seed=0, spectra=None):
         "Positives the collection lacks (it may hold no S-type star and few carbon stars) are SpecVI-Sim spectra "
         f"(simulated; ids start SIM): {n_sim} of the rows. "
         "Too small for any number to mean anything; it exercises an author's run.\n\n"
-        "| file | rows | YES | labels |\n|---|---|---|---|\n" + "\n".join(lines) + "\n\n" + card)
+        + markdown_table(["file", "rows", "YES", "labels"], lines, compact=True) + "\n\n" + card)
     train = [r for t in LABELS for r in load_samples(snapshot, task=t, split="train")]
     with tempfile.TemporaryDirectory() as tmp:
         records = draft(train, Path(tmp) / "drafts", style="spec-o3", min_snr=None)  # atlas spectra carry no noise estimate

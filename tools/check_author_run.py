@@ -37,8 +37,8 @@ def problems(run, snapshot):
 def recipe_problems(run, profile):
     "What the SFT and GRPO summaries say of the recipe they ran, against the profile's."
     out = []
-    read = lambda t: json.loads((run / "results" / t / "summary.json").read_text()) if (run / "results" / t / "summary.json").exists() else None
-    sft, grpo = read("sft"), read("grpo")
+    from speco3.summaries import read_summary
+    sft, grpo = (read_summary(run, t, optional=True) for t in ("sft", "grpo"))  # a key they lack: one line naming the file
     if sft is None or grpo is None: return ["results/sft or results/grpo: no summary.json"]
     if sft["sft_profile"]["name"] != profile or grpo["grpo_profile"]["name"] != profile:
         out.append(f"recipes {sft['sft_profile']['name']}/{grpo['grpo_profile']['name']}, not the {profile} profile's")

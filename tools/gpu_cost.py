@@ -155,10 +155,12 @@ def notebook_parameter(notebook, name):
 
 
 def summary(target, results):
+    "The cpu run's results/<target>/summary.json (`speco3.summaries.read_summary`: a key it lacks is one line naming the file) and its name."
+    from speco3.summaries import read_summary
     path = Path(results) / target / "summary.json"
     if not path.is_file():
         raise FileNotFoundError(f"{rel(path)}: the cpu run's record is missing (run bin/reproduce cpu first)")
-    return json.loads(path.read_text()), rel(path)
+    return read_summary(Path(results).parent, target), rel(path)
 
 
 @dataclass
@@ -353,17 +355,17 @@ def readme(rows, r):
              "Written by `python tools/gpu_cost.py` from the bench outputs in `results/gpu_bench/` and the workloads "
              "the notebooks run at each profile (simulated data, SpecVI-Sim, throughout). GPU hours on 1 and 8 H100 "
              "80 GB; \"—\": does not fit one GPU (training states by arithmetic) or not estimated. Per-part formulas "
-             "and sources: `cost_parts.csv`; per notebook: `cost.csv` (its `source` column).", "",
-             "| notebook | gpu: 1 x H100 | gpu: 8 x H100 | paper: 1 x H100 | paper: 8 x H100 "
-             "| what runs (gpu; paper: same counts, 7B) |", "|---|---|---|---|---|---|"]
-    total = {k: 0.0 for k in ("gpu1", "gpu8", "paper1", "paper8")}
+             "and sources: `cost_parts.csv`; per notebook: `cost.csv` (its `source` column).", ""]
+    from speco3.summaries import markdown_table
+    total, body = {k: 0.0 for k in ("gpu1", "gpu8", "paper1", "paper8")}, []
     for nb in busy:
         g, p = by[(nb, "gpu")], by[(nb, "paper")]
-        cells = [_h(x["gpu_hours_1xH100"]) + " | " + _h(x["gpu_hours_8xH100"], x["wall_hours_8xH100"]) for x in (g, p)]
-        lines.append(f"| {nb} | {cells[0]} | {cells[1]} | {g['work']} |")
+        body.append([nb, *(c for x in (g, p) for c in (_h(x["gpu_hours_1xH100"]), _h(x["gpu_hours_8xH100"], x["wall_hours_8xH100"]))), g["work"]])
         for prof, x in (("gpu", g), ("paper", p)):
             total[prof + "1"] += x["gpu_hours_1xH100"] or 0.0
             total[prof + "8"] += x["gpu_hours_8xH100"] or 0.0
+    lines += markdown_table(["notebook", "gpu: 1 x H100", "gpu: 8 x H100", "paper: 1 x H100", "paper: 8 x H100",
+                             "what runs (gpu; paper: same counts, 7B)"], body, compact=True).split("\n")
     lines.append(f"| all ({NOT_ESTIMATED} not estimated) | {total['gpu1']:,.1f} | "
                  f"{_h(total['gpu8'], total['gpu8'] / 8)} | {total['paper1']:,.1f} of what fits | "
                  f"{_h(total['paper8'], total['paper8'] / 8)} | |")

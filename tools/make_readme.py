@@ -8,11 +8,13 @@ import csv, json, re, sys
 from pathlib import Path
 
 root = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(root))
 
 def csv_table(path):
     "A CSV file as a Markdown table, its cells as written."
+    from speco3.summaries import markdown_table
     rows = list(csv.reader(path.read_text().splitlines()))
-    return "\n".join("| " + " | ".join(r) + " |" for r in [rows[0], ["---"] * len(rows[0])] + rows[1:])
+    return markdown_table(rows[0], rows[1:])
 
 def include(text):
     "Replace `<!-- include: PATH -->` lines by the file's content (or a note that it has not been generated)."
