@@ -383,6 +383,7 @@ def _rewrite(jsonl, where, drop):
                           json.dumps(row, ensure_ascii=False, default=float).encode("utf-8", "backslashreplace") + b"\n")
     atomic_write(jsonl, write)
 
+# %% ../nbs/09_agent.ipynb #95a7863b
 def _guarded(item, task, policy, opts):
     "A started episode for `item`, or the record saying why not: read_error (whatever went wrong) or cannot_judge."
     try:

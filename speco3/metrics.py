@@ -620,6 +620,7 @@ def _prediction_row(rec, escape):
                 reward=rec.get("reward"),
                 cannot_judge=json.dumps(list(why), ensure_ascii=False) if (why := rec.get("cannot_judge")) else "")
 
+# %% ../nbs/11_metrics.ipynb #a0f7aeb5
 def write_predictions(path, # the CSV file to write
                       records, # trajectory records (speco3.agent.read_trajectories, or an iterator of them) or dicts with task, truth, prediction
                       policy:str|None=None, # the policy's name, written in a `policy` column when given
@@ -643,6 +644,7 @@ def _frame(rows, policy):
     df = pd.DataFrame(rows, columns=list(PREDICTION_COLUMNS))
     return df if policy is None else df.assign(policy=policy)
 
+# %% ../nbs/11_metrics.ipynb #40ff1a19
 def read_predictions(path # a predictions file written by `write_predictions`
                     ) -> list:
     "The rows of a predictions file as records: a missing answer is None, never 'nan'; `windows`, `cannot_judge` read."
