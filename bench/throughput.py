@@ -17,7 +17,7 @@ import torch
 from speco3.agent import load_samples
 from speco3.bench import build
 from speco3.classify import LogisticRegression
-from speco3.baselines import GaiaNet, CarbonNet, SpecFormer, Specialist, NAMES, prepare, truths, throughput
+from speco3.baselines import GaiaNet, CarbonNet, SpecFormer, Specialist, BASELINE_NAMES, prepare, truths, throughput
 from speco3.expert import ScriptedExpertPolicy
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,8 +41,8 @@ def untrained(rows):
     with torch.no_grad(): E = enc.encode(torch.as_tensor(prepare(rows))).numpy().astype(float)
     y = truths(rows)
     if y.all() or not y.any(): y = np.arange(len(rows)) % 2 == 0   # one class only: any labels give a head of the right shape
-    return [Specialist(NAMES["gaianet"], "any", GaiaNet().eval()), Specialist(NAMES["carbonnet"], "any", CarbonNet().eval()),
-            Specialist(NAMES["astroclip"], "any", enc, head=LogisticRegression().fit(E, y))]
+    return [Specialist(BASELINE_NAMES["gaianet"], "any", GaiaNet().eval()), Specialist(BASELINE_NAMES["carbonnet"], "any", CarbonNet().eval()),
+            Specialist(BASELINE_NAMES["astroclip"], "any", enc, head=LogisticRegression().fit(E, y))]
 
 
 def main(data, per_task, runs, styles, threads, models, tokens):

@@ -11,12 +11,12 @@ from .spectrum import Spectrum
 from .indices import measure, BALMER
 
 # %% auto #0
-__all__ = ['FEATURES', 'ATTRIBUTES', 'CLAIM_LIMITS', 'MOLECULAR_TIO5', 'Feature', 'Claim', 'sentences', 'claims', 'evidence',
-           'check', 'audit', 'claim_precision']
+__all__ = ['CLAIM_FEATURES', 'ATTRIBUTES', 'CLAIM_LIMITS', 'MOLECULAR_TIO5', 'ClaimFeature', 'Claim', 'sentences', 'claims',
+           'evidence', 'check', 'audit', 'claim_precision']
 
 # %% ../nbs/11a_audit.ipynb #094c0788
 @dataclass(frozen=True)
-class Feature:
+class ClaimFeature:
     "A spectral feature the audit can read claims about."
     name: str          # key, e.g. "Ha"
     pattern: str       # regular expression that names it in text
@@ -24,24 +24,24 @@ class Feature:
     kind: str          # "line" or "band"
 
 _G = r"(?:\s*|-)"   # "Hα", "H α", "H-alpha"
-FEATURES = {f.name: f for f in [
-    Feature("Ha", rf"H{_G}(?:α|alpha)(?![a-z])", BALMER["Ha"][0], "line"),
-    Feature("Hb", rf"H{_G}(?:β|beta)(?![a-z])", BALMER["Hb"][0], "line"),
-    Feature("Hg", rf"H{_G}(?:γ|gamma)(?![a-z])", BALMER["Hg"][0], "line"),
-    Feature("Hd", rf"H{_G}(?:δ|delta)(?![a-z])", BALMER["Hd"][0], "line"),
-    Feature("HeII4686", r"He\s*II(?:\s*(?:λ\s*)?4686)?(?![0-9])", 4687.0, "line"),
-    Feature("HeI4471", r"He\s*I(?!I)\s*(?:λ\s*)?4471", 4472.7, "line"),
-    Feature("HeI5876", r"He\s*I(?!I)\s*(?:λ\s*)?5876", 5877.2, "line"),
-    Feature("TiO", r"\bTiO(?![0-9])", 7055.9, "band"),
-    Feature("ZrO", r"\bZrO\b", 6475.8, "band"),
-    Feature("C2", r"\bC(?:2|₂)(?![0-9])|\bSwan\b", 5166.6, "band")]}
+CLAIM_FEATURES = {f.name: f for f in [
+    ClaimFeature("Ha", rf"H{_G}(?:α|alpha)(?![a-z])", BALMER["Ha"][0], "line"),
+    ClaimFeature("Hb", rf"H{_G}(?:β|beta)(?![a-z])", BALMER["Hb"][0], "line"),
+    ClaimFeature("Hg", rf"H{_G}(?:γ|gamma)(?![a-z])", BALMER["Hg"][0], "line"),
+    ClaimFeature("Hd", rf"H{_G}(?:δ|delta)(?![a-z])", BALMER["Hd"][0], "line"),
+    ClaimFeature("HeII4686", r"He\s*II(?:\s*(?:λ\s*)?4686)?(?![0-9])", 4687.0, "line"),
+    ClaimFeature("HeI4471", r"He\s*I(?!I)\s*(?:λ\s*)?4471", 4472.7, "line"),
+    ClaimFeature("HeI5876", r"He\s*I(?!I)\s*(?:λ\s*)?5876", 5877.2, "line"),
+    ClaimFeature("TiO", r"\bTiO(?![0-9])", 7055.9, "band"),
+    ClaimFeature("ZrO", r"\bZrO\b", 6475.8, "band"),
+    ClaimFeature("C2", r"\bC(?:2|₂)(?![0-9])|\bSwan\b", 5166.6, "band")]}
 ATTRIBUTES = {"line": ("emission", "absorption", "broad", "narrow"), "band": ("present",)}
 
 # %% ../nbs/11a_audit.ipynb #e3c44802
 @dataclass
 class Claim:
     "One thing the reasoning asserts about a feature."
-    feature: str       # a key of FEATURES
+    feature: str       # a key of CLAIM_FEATURES
     attribute: str     # emission, absorption, broad, narrow or present
     asserted: bool     # True: it has the attribute; False: the text denies it
     sentence: str      # where it was read
@@ -68,7 +68,7 @@ def _negated(s, start, words=5):
 # %% ../nbs/11a_audit.ipynb #69e1216c
 def _in_sentence(s):
     "Claims of one sentence."
-    found = [(m.start(), m.end(), f) for f in FEATURES.values() for m in re.finditer(f.pattern, s)]
+    found = [(m.start(), m.end(), f) for f in CLAIM_FEATURES.values() for m in re.finditer(f.pattern, s)]
     if not found: return []
     found += [(m.start(), m.end(), None) for m in re.finditer(_GROUPS, s)]   # "the Balmer emission": a word for a group, no claim
     out = []
@@ -87,7 +87,7 @@ def _in_sentence(s):
 
 def claims(text:str # assistant text (all turns of a trajectory)
           ) -> list[Claim]:
-    "Every claim the text makes about a feature in FEATURES; a claim restated later (same feature, attribute and sense) counts once."
+    "Every claim the text makes about a feature in CLAIM_FEATURES; a claim restated later (same feature, attribute and sense) counts once."
     out, seen = [], set()
     for s in sentences(text):
         for c in _in_sentence(s):
@@ -115,7 +115,7 @@ def evidence(spectrum:Spectrum # the spectrum the trajectory was about (any surv
     "{(feature, attribute): True/False/None} and the measured values under key 'values'."
     m = measure(spectrum.to_rest())
     out, molecular = {"values": m}, bool(np.isfinite(m["TiO5"]) and m["TiO5"] < MOLECULAR_TIO5)
-    for f in FEATURES.values():
+    for f in CLAIM_FEATURES.values():
         group = "balmer" if f.name in BALMER else "he" if f.kind == "line" else f.name
         for attr in ATTRIBUTES[f.kind]:
             if (group, attr) not in CLAIM_LIMITS: continue
@@ -161,7 +161,7 @@ def audit(record:dict, # a trajectory record (speco3.agent.read_trajectories) or
     facts = evidence(spectrum) if facts is None else facts
     wins = _windows(record)
     return [dict(sample_id=record.get("sample_id"), task=record.get("task"), **{k: v for k, v in asdict(c).items()},
-                 verdict=check(c, facts), zoomed=any(lo <= FEATURES[c.feature].wavelength <= hi for lo, hi in wins))
+                 verdict=check(c, facts), zoomed=any(lo <= CLAIM_FEATURES[c.feature].wavelength <= hi for lo, hi in wins))
             for c in cs]
 
 # %% ../nbs/11a_audit.ipynb #2512faf3

@@ -17,9 +17,9 @@ from .profiles import check_profile, BASELINES
 from .classify import FEATURE_RANGE, LogisticRegression
 
 # %% auto #0
-__all__ = ['N_PIX', 'MIN_GOOD', 'ARCHS', 'NAMES', 'L2_GRID', 'SETTINGS', 'PAPER_PACE', 'grid', 'prepare', 'GaiaNet', 'CarbonNet',
-           'SpecFormer', 'split_train', 'fit', 'Specialist', 'truths', 'train_specialist', 'augment', 'clip_loss',
-           'pretrain', 'train_probe', 'vet', 'throughput', 'train_baselines', 'baselines_for', 'vet_real']
+__all__ = ['N_PIX', 'MIN_GOOD', 'ARCHS', 'BASELINE_NAMES', 'L2_GRID', 'SETTINGS', 'PAPER_PACE', 'grid', 'prepare', 'GaiaNet',
+           'CarbonNet', 'SpecFormer', 'split_train', 'fit', 'Specialist', 'truths', 'train_specialist', 'augment',
+           'clip_loss', 'pretrain', 'train_probe', 'vet', 'throughput', 'train_baselines', 'baselines_for', 'vet_real']
 
 # %% ../nbs/15a_baselines.ipynb #2e7fb07a
 N_PIX = 1024    # points of the input grid: ≈250 km/s apart over 3800–8900 Å, about 3.6 LAMOST pixels
@@ -233,8 +233,8 @@ def fit(model:nn.Module, # a classifier: prepared arrays -> one logit per spectr
 
 # %% ../nbs/15a_baselines.ipynb #0816f16c
 ARCHS = {"gaianet": GaiaNet, "carbonnet": CarbonNet}   # the supervised specialists by key
-NAMES = {"gaianet": "GaiaNet-like 1-D CNN", "carbonnet": "CarbonNet-like CNN",
-         "astroclip": "AstroCLIP-like encoder, linear head"}   # row names in the tables
+BASELINE_NAMES = {"gaianet": "GaiaNet-like 1-D CNN", "carbonnet": "CarbonNet-like CNN",
+                  "astroclip": "AstroCLIP-like encoder, linear head"}   # row names in the tables
 
 def _channels(model, X):
     "The channels of prepared arrays X that `model` reads (flux, [derivative,] usable)."
@@ -304,7 +304,7 @@ def train_specialist(arch:str, # "gaianet" or "carbonnet"
     best = next(c for c in curve if c["best"])
     info = dict(n_train=len(tr), n_val=len(va), epochs=len(curve), best_epoch=best["epoch"], best_val_loss=best["val_loss"],
                 parameters=sum(p.numel() for p in model.parameters()), wall_s=round(time.time() - t0, 2))
-    return Specialist(NAMES[arch], task, model, curve=curve, info=info)
+    return Specialist(BASELINE_NAMES[arch], task, model, curve=curve, info=info)
 
 # %% ../nbs/15a_baselines.ipynb #b0858422
 def augment(x:torch.Tensor, # (batch, 2, n_pix) prepared spectra: flux, usable
@@ -394,7 +394,7 @@ def train_probe(encoder:SpecFormer, # a pretrained encoder (frozen)
     t0 = time.time()
     y = truths(rows)
     X = prepare(rows) if X is None else X
-    sp = Specialist(NAMES["astroclip"], task, encoder, head=LogisticRegression(), n_pix=X.shape[-1])
+    sp = Specialist(BASELINE_NAMES["astroclip"], task, encoder, head=LogisticRegression(), n_pix=X.shape[-1])
     with torch.no_grad(): E = encoder.eval().encode(torch.as_tensor(X, device=next(encoder.parameters()).device)).cpu().numpy().astype(float)
     tr, va = split_train(y, val_frac, seed)
     eps, curve = 1e-6, []
@@ -501,7 +501,7 @@ def train_baselines(data, # a benchmark folder (SpecVI-Sim build) with train spl
     sps, log = {}, []
     for arch in ARCHS:
         for t in tasks:
-            sp = sps[(NAMES[arch], t)] = train_specialist(arch, t, rows[t], seed=seed, X=X[t], **fit_kw)
+            sp = sps[(BASELINE_NAMES[arch], t)] = train_specialist(arch, t, rows[t], seed=seed, X=X[t], **fit_kw)
             log.append(dict(policy=sp.name, task=t, **sp.info))
     n_extra = settings["n_unlabeled"] // len(tasks)
     unlabeled = [s for t in tasks for s in sample(archive_mix(t), n_extra, seed=seed, tag=f"baselines-pretrain-{t}")]
@@ -512,7 +512,7 @@ def train_baselines(data, # a benchmark folder (SpecVI-Sim build) with train spl
                           batch_size=settings["pretrain_batch"], device=device)
     pretrain_s = time.time() - t0
     for t in tasks:
-        sp = sps[(NAMES["astroclip"], t)] = train_probe(enc, t, rows[t], seed=seed, X=X[t][:, [0, -1]])
+        sp = sps[(BASELINE_NAMES["astroclip"], t)] = train_probe(enc, t, rows[t], seed=seed, X=X[t][:, [0, -1]])
         log.append(dict(policy=sp.name, task=t, **sp.info))
     return dict(specialists=sps, train_log=log, pretrain_curve=curve, pretrain_s=pretrain_s, corpus=len(corpus),
                 unlabeled=len(unlabeled))

@@ -324,9 +324,9 @@ def _add_view(sub):
 
 # %% ../nbs/91_cli.ipynb #0404b223
 def _tiny(a):
-    from speco3.tiny import build_tiny, SIZES
+    from speco3.tiny import build_tiny, TINY_SIZES
     out = Path(a.out)
-    if a.size not in SIZES: raise ValueError(f"unknown size {a.size!r}; choose one of {', '.join(SIZES)}")
+    if a.size not in TINY_SIZES: raise ValueError(f"unknown size {a.size!r}; choose one of {', '.join(TINY_SIZES)}")
     if out.exists() and any(out.iterdir()) and not a.overwrite: raise FileExistsError(f"{out} is not empty; pass --overwrite to replace its model files")
     rec = build_tiny(out, size=a.size, seed=a.seed)
     print(f"{out}: a {a.size} Qwen2.5-VL-shaped model ({rec['params']:,} parameters), loadable with from_pretrained; "

@@ -21,9 +21,9 @@ from .tool import TOOL_NAME
 
 # %% auto #0
 __all__ = ['MIN_SNR', 'DRAFT_INSTRUCTION', 'MAX_CHARS', 'MAX_TURNS', 'WAVELENGTH_TOL', 'FILTERS', 'MIN_ACCEPT', 'MAX_REJECT',
-           'VOTES', 'STATES', 'SHEET_COLUMNS', 'SIMULATED_REVIEWERS', 'PROVENANCE', 'SHAREGPT_DEFAULTS', 'ROLE_TAGS',
-           'snr_of', 'array_sha256', 'simulate_samples', 'pick_samples', 'example_text', 'GuidedDrafter', 'draft',
-           'reasoning', 'cited_wavelengths', 'heldout_keys', 'check_draft', 'qc', 'ReviewError', 'replay',
+           'VOTES', 'REVIEW_STATES', 'SHEET_COLUMNS', 'SIMULATED_REVIEWERS', 'PROVENANCE', 'SHAREGPT_DEFAULTS',
+           'ROLE_TAGS', 'snr_of', 'array_sha256', 'simulate_samples', 'pick_samples', 'example_text', 'GuidedDrafter',
+           'draft', 'reasoning', 'cited_wavelengths', 'heldout_keys', 'check_draft', 'qc', 'ReviewError', 'replay',
            'review_status', 'accepted_records', 'export_review', 'import_review', 'simulate_review', 'sft_messages',
            'sft_features', 'sft_table', 'export_sft', 'load_sft_dataset', 'export_sharegpt', 'is_sharegpt',
            'sharegpt_spec', 'sharegpt_messages', 'sharegpt_dataset', 'open_coldstart', 'shrink_coldstart',
@@ -378,7 +378,7 @@ def qc(records, # draft records (read_trajectories of a draft run)
 MIN_ACCEPT = 2   # accept votes (different reviewers, current revision) a draft needs
 MAX_REJECT = 0   # reject votes on the current revision it may have
 VOTES = ("accept", "reject", "edit")
-STATES = ("draft", "revised", "audited", "accepted", "rejected")
+REVIEW_STATES = ("draft", "revised", "audited", "accepted", "rejected")
 SHEET_COLUMNS = ["sample_id", "task", "truth", "prediction", "drafter", "state", "revision", "n_accept", "n_reject",
                  "text", "reviewer", "vote", "edited_text", "comment", "timestamp"]
 SIMULATED_REVIEWERS = ("simulated-reviewer-1", "simulated-reviewer-2")  # for tests and examples, never real people

@@ -8,9 +8,9 @@ import numpy as np
 from .spectrum import Spectrum, SpectrumError, air_to_vacuum
 
 # %% auto #0
-__all__ = ['RATIOS', 'LINES', 'BALMER', 'SIDEBAND', 'HEADS', 'COLOUR', 'O2B', 'NAMES', 'DEFINITIONS', 'tio5', 'cah2', 'cah3',
-           'nai8190', 'zro6474', 'cat_ew', 'he_ii_4686', 'he_i_4471', 'he_i_5876', 'colour_br', 'balmer', 'band_head',
-           'o2b_edge', 'measure', 'nan_reasons', 'smooth_to']
+__all__ = ['RATIOS', 'LINE_INDICES', 'BALMER', 'SIDEBAND', 'HEADS', 'COLOUR', 'O2B', 'NAMES', 'DEFINITIONS', 'tio5', 'cah2',
+           'cah3', 'nai8190', 'zro6474', 'cat_ew', 'he_ii_4686', 'he_i_4471', 'he_i_5876', 'colour_br', 'balmer',
+           'band_head', 'o2b_edge', 'measure', 'nan_reasons', 'smooth_to']
 
 # %% ../nbs/04b_indices.ipynb #6c11504f
 def _vac(lo, hi): return tuple(float(x) for x in air_to_vacuum(np.array([lo, hi], float)))
@@ -23,7 +23,7 @@ RATIOS = {  # name: (numerator band, denominator band, definition), bands conver
     "NaI8190": (_vac(8177, 8201), _vac(8151, 8175), "NaI8190 = <F 8177-8201>/<F 8151-8175> (air Å; Hammer, Covey et al. 2007); lower = stronger Na I (dwarfs)"),
     "ZrO6474": (_vac(6476, 6496), _vac(6440, 6470), "ZrO6474 = <F 6476-6496>/<F 6440-6470> (air Å; our window at the ZrO 6474 head); lower = ZrO (S stars)"),
 }
-LINES = {  # name: (line bands, continuum bands, definition); EW in Å, > 0 absorption, < 0 emission
+LINE_INDICES = {  # name: (line bands, continuum bands, definition); EW in Å, > 0 absorption, < 0 emission
     "CaT_EW": (tuple(_vac(*b) for b in ((8484, 8513), (8522, 8562), (8642, 8682))),
                tuple(_vac(*b) for b in ((8474, 8484), (8563, 8577), (8619, 8642), (8700, 8725), (8776, 8792))),
                "CaT_EW = sum of Ca II 8498/8542/8662 EWs in 8484-8513, 8522-8562, 8642-8682 vs a line through 5 continuum bands (air Å; Cenarro et al. 2001)"),
@@ -75,7 +75,7 @@ def _ratio(p, name):
 
 def _line_ew(p, name):
     "Sum of the EWs (Å) in the line bands of `name` against a straight line through the mean flux of its continuum bands."
-    lines, conts, _ = LINES[name]
+    lines, conts, _ = LINE_INDICES[name]
     cx, cy = np.array([(lo + hi) / 2 for lo, hi in conts]), np.array([_mean(p, *c) for c in conts])
     if not (np.isfinite(cy).all() and (cy > 0).all()): return np.nan
     slope, icpt = np.polyfit(cx, cy, 1)
@@ -198,13 +198,13 @@ def o2b_edge(spectrum): "10–90 % width (Å) of the blue edge of the telluric O
 
 
 # %% ../nbs/04b_indices.ipynb #990ae668
-NAMES = tuple([f"{l}_{q}" for l in BALMER for q in ("EW", "FWHM", "D02")] + list(RATIOS) + list(LINES)
+NAMES = tuple([f"{l}_{q}" for l in BALMER for q in ("EW", "FWHM", "D02")] + list(RATIOS) + list(LINE_INDICES)
               + [f"{h}_{q}" for h in HEADS for q in ("step", "slope_blue", "slope_red")] + ["colour_BR", "O2B_edge"])
 
 def _group(name):
     "Which computation yields `name`: (kind, key)."
     if name in RATIOS: return ("ratio", name)
-    if name in LINES: return ("line", name)
+    if name in LINE_INDICES: return ("line", name)
     if name in ("colour_BR", "O2B_edge"): return (name, name)
     head, _, q = name.rpartition("_")
     if head in BALMER: return ("balmer", head)
@@ -212,7 +212,7 @@ def _group(name):
         if name.startswith(h + "_"): return ("head", h)
     raise KeyError(name)
 
-DEFINITIONS = {**{n: d for n, (_, _, d) in RATIOS.items()}, **{n: d for n, (_, _, d) in LINES.items()},
+DEFINITIONS = {**{n: d for n, (_, _, d) in RATIOS.items()}, **{n: d for n, (_, _, d) in LINE_INDICES.items()},
                **{f"{l}_{q}": f"{l}_{q}: {t} of {l} ({BALMER[l][0]:.2f} Å vac) over ±{BALMER[l][1]:.0f} Å vs {SIDEBAND:.0f} Å sidebands{u}"
                   for l in BALMER for q, t, u in (("EW", "equivalent width (Å, > 0 absorption)", ""),
                                                    ("FWHM", "full width at half depth (Å)", ", fitted profile, incl. instrument"),
@@ -254,7 +254,7 @@ def _bands(name):
     "(lo, hi, role) of every band the value of `name` needs."
     kind, key = _group(name)
     if kind == "ratio": return [(*RATIOS[key][0], "band"), (*RATIOS[key][1], "reference band")]
-    if kind == "line": return [(*b, "continuum band") for b in LINES[key][1]] + [(*b, "line band") for b in LINES[key][0]]
+    if kind == "line": return [(*b, "continuum band") for b in LINE_INDICES[key][1]] + [(*b, "line band") for b in LINE_INDICES[key][0]]
     if kind == "colour_BR": return [(*COLOUR[0], "blue band"), (*COLOUR[1], "red band")]
     if kind == "balmer":
         lam0, half = BALMER[key]

@@ -18,9 +18,9 @@ from .tasks import yes_no, row_get
 _all_ = ["Spectrum", "SpectrumError"]
 
 # %% auto #0
-__all__ = ['MAX_DECOMPRESSED', 'FITS_LAYOUTS', 'BIN_KMS', 'MAX_PIXELS', 'real_spectra_dir', 'read_spectrum', 'read_spectra',
-           'science_targets', 'spectra_of', 'coarsen', 'write_fits', 'write_parquet', 'to_specvi_row', 'Spectrum',
-           'SpectrumError']
+__all__ = ['MAX_DECOMPRESSED', 'FITS_LAYOUTS', 'BIN_KMS', 'MAX_SPECTRUM_PIXELS', 'real_spectra_dir', 'read_spectrum',
+           'read_spectra', 'science_targets', 'spectra_of', 'coarsen', 'write_fits', 'write_parquet', 'to_specvi_row',
+           'Spectrum', 'SpectrumError']
 
 # %% ../nbs/01_io.ipynb #f8098717
 def _has_collection(p:Path) -> bool: return (p / "spectra.parquet").is_file()
@@ -541,7 +541,7 @@ def _spectra_keys(path: str, size: int, mtime: int) -> tuple | None:
 
 # %% ../nbs/01_io.ipynb #b87e3e61
 BIN_KMS = 10.0        # km/s: a spectrum sampled finer than this (median step) is binned to it before vetting
-MAX_PIXELS = 100_000  # pixels vetting reads at most: a longer spectrum is binned to this many, wider bins
+MAX_SPECTRUM_PIXELS = 100_000  # pixels vetting reads at most: a longer spectrum is binned to this many, wider bins
 _C_KMS = 299792.458   # speed of light, km/s
 _CHUNK = 2**20        # pixels binned at a time (bounds the memory binning needs)
 
@@ -563,7 +563,7 @@ def _bin_sums(s, lo, step, nbins):
 
 def coarsen(spectrum:Spectrum, # any spectrum
             kms:float=BIN_KMS, # width of a bin, km/s (bins are log-uniform)
-            max_pixels:int=MAX_PIXELS # at most this many bins; a wider range gets wider bins
+            max_pixels:int=MAX_SPECTRUM_PIXELS # at most this many bins; a wider range gets wider bins
            ) -> Spectrum:
     "`spectrum` itself if no finer than `kms` a pixel nor longer than `max_pixels`; else binned (ivar-weighted means)."
     w = spectrum.wavelength

@@ -185,7 +185,7 @@ def _verdict(item, text):
     return dict(v, shown=v["preference"], winner=shown.get(v["preference"], "tie"))
 
 def run_judge(items:list, # from `score_items` / `pair_items`
-              judge:Policy, # the judge: an OpenAIPolicy (speco3.vlms.served_policy) or any Policy
+              judge:Policy, # the judge: an OpenAIPolicy (speco3.vlms.endpoint_policy) or any Policy
               path, # the JSONL file of verdicts (created; a killed run resumes from it)
               max_retries:int=2, # further asks after a malformed reply
               batch_size:int=8, # items asked together

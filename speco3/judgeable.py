@@ -9,13 +9,13 @@ from .spectrum import Spectrum
 from .tasks import PAPER_TASKS, OOD_TASKS
 
 # %% auto #0
-__all__ = ['OPTICAL', 'MIN_OPTICAL_SPAN', 'MIN_PIXELS', 'Z_RANGE', 'SNR_BAND', 'SNR_FLOOR', 'MIN_WINDOW_GOOD', 'WINDOWS', 'KINDS',
-           'snr', 'judge_checks', 'judge_issues', 'flag_counts']
+__all__ = ['OPTICAL', 'MIN_OPTICAL_SPAN', 'MIN_USABLE_PIXELS', 'Z_RANGE', 'SNR_BAND', 'SNR_FLOOR', 'MIN_WINDOW_GOOD', 'WINDOWS',
+           'CHECK_KINDS', 'snr', 'judge_checks', 'judge_issues', 'flag_counts']
 
 # %% ../nbs/05_judgeable.ipynb #d919a0c8
 OPTICAL = (3000., 11000.)  # Å: optical surveys (LAMOST 3700–9100, SDSS 3600–10400, DESI 3600–9824) lie inside
 MIN_OPTICAL_SPAN = 1500.   # Å of OPTICAL a spectrum must hold; nm, µm or log10 Å read as Å hold none
-MIN_PIXELS = 100           # usable pixels; the coarsest real spectrum in the collection has 441
+MIN_USABLE_PIXELS = 100    # usable pixels; the coarsest real spectrum in the collection has 441
 Z_RANGE = (-0.01, 8.0)     # no star approaches at 3000 km/s; no known quasar lies beyond z ≈ 7.6
 SNR_BAND = (4000., 5500.)  # Å, rest frame: where the scripted expert measures S/N
 SNR_FLOOR = 2.5            # S/N per pixel; SpecVI-Sim's main sets draw from 3 up; 7 of 781 real spectra fall below
@@ -53,7 +53,7 @@ def _units(s):
 
 def _pixels(s):
     n = int(s.good.sum())
-    return [] if n >= MIN_PIXELS else [("pixels", f"only {n} usable pixels, fewer than {MIN_PIXELS}")]
+    return [] if n >= MIN_USABLE_PIXELS else [("pixels", f"only {n} usable pixels, fewer than {MIN_USABLE_PIXELS}")]
 
 def _flux(s):
     f = s.flux[s.good]
@@ -101,7 +101,7 @@ def _windows(s, task):
     return out
 
 # %% ../nbs/05_judgeable.ipynb #77aa5171
-KINDS = ("redshift", "units", "pixels", "flux", "coverage", "masked", "snr")  # what `judge_checks` finds, in order
+CHECK_KINDS = ("redshift", "units", "pixels", "flux", "coverage", "masked", "snr")  # what `judge_checks` finds, in order
 
 def judge_checks(spectrum:Spectrum, # the spectrum to vet (observed frame, with its redshift and mask)
                  task:str # the question's task key (`speco3.tasks.PAPER_TASKS` or `OOD_TASKS`)
@@ -127,7 +127,7 @@ def flag_counts(pairs # (task, spectrum) pairs
     import pandas as pd
     rows = {}
     for task, s in pairs:
-        r = rows.setdefault(task, dict(rows=0, judgeable=0, **{k: 0 for k in KINDS}))
+        r = rows.setdefault(task, dict(rows=0, judgeable=0, **{k: 0 for k in CHECK_KINDS}))
         found = {k for k, _ in judge_checks(s, task)}
         r["rows"] += 1; r["judgeable"] += not found
         for k in found: r[k] += 1

@@ -18,7 +18,7 @@ from .profiles import check_profile, SIM_PER_CLASS  # simulated spectra per clas
 
 # %% auto #0
 __all__ = ['KIND', 'SURVEY_SNR', 'JHC_FWHM', 'TEFF_SCALE', 'KIND_PARAM', 'LUM', 'INDICES', 'REASONS', 'CLASSIFIER_TASKS',
-           'FEATURES', 'COL', 'SHORT', 'sim_per_class', 'describe', 'm_subtype', 'survey_snr', 'keep', 'real_sample',
+           'INDEX_SETS', 'COL', 'SHORT', 'sim_per_class', 'describe', 'm_subtype', 'survey_snr', 'keep', 'real_sample',
            'o2b_gauge', 'native_fwhm', 'type_value', 'lum_value', 'setup', 'observe_like', 'twins', 'measure_real',
            'twin_rows', 'ks_2samp', 'compare', 'comparisons', 'check_p', 'explain', 'fit_predict', 'sim_trained',
            'paired', 'figure']
@@ -260,9 +260,9 @@ def explain(comparison, table, real, setups, n, seed): # the comparison (`compar
 
 # %% ../nbs/08e_realism.ipynb #581ddd7c
 CLASSIFIER_TASKS = {"WD vs A": ["WD", "A"], "M giant vs M dwarf": ["M_GIANT", "M_DWARF"], "O / B / A": ["O", "B", "A"]}
-FEATURES = {"WD vs A": ["Hb_EW", "Hg_EW", "Hd_EW", "Hb_D02", "Hg_D02", "Hd_D02", "Hb_FWHM", "Hg_FWHM", "Hd_FWHM"],
-            "M giant vs M dwarf": ["TiO5", "CaH2", "CaH3"],
-            "O / B / A": ["HeII4686_EW", "HeI4471_EW", "HeI5876_EW", "Hb_EW", "Hg_EW", "Hd_EW", "Hg_D02"]}
+INDEX_SETS = {"WD vs A": ["Hb_EW", "Hg_EW", "Hd_EW", "Hb_D02", "Hg_D02", "Hd_D02", "Hb_FWHM", "Hg_FWHM", "Hd_FWHM"],
+              "M giant vs M dwarf": ["TiO5", "CaH2", "CaH3"],
+              "O / B / A": ["HeII4686_EW", "HeI4471_EW", "HeI5876_EW", "Hb_EW", "Hg_EW", "Hd_EW", "Hg_D02"]}
 
 def fit_predict(Xtr, ytr, Xte, # training features and class indices, features to predict
                 classes): # the class names
@@ -275,7 +275,7 @@ def fit_predict(Xtr, ytr, Xte, # training features and class indices, features t
 def _features(task, fset, train, real_set, sim_set):
     "(train, real, twin features; how many real values were imputed) for one feature set."
     if fset == "binned flux": return binned_flux([sp for sp, _ in train]), binned_flux([s for s, _ in real_set]), None, 0
-    f = FEATURES[task]
+    f = INDEX_SETS[task]
     Xtr = np.array([[m[n] for n in f] for m in (measure(sp, f) for sp, _ in train)])
     Xre = np.array([[m[n] for n in f] for m in (measure(s, f) for s, _ in real_set)])
     Xsim = np.array([[r[n] for n in f] for _, _, r in sim_set])

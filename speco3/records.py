@@ -13,13 +13,13 @@ from .files import atomic_write
 from . import profiles
 
 # %% auto #0
-__all__ = ['check_profile', 'output_dirs', 'relative', 'git_commit', 'environment', 'machine', 'write_run_record', 'PaperRun',
+__all__ = ['begin_run', 'output_dirs', 'relative', 'git_commit', 'environment', 'machine', 'write_run_record', 'PaperRun',
            'start', 'save_figure', 'work_parts', 'folder_bytes', 'write_reproduce_summary', 'keep_notebook',
            'scrub_paths', 'stale_outputs']
 
 # %% ../nbs/90_records.ipynb #2e82fe7d
-def check_profile(profile:str # one of smoke, cpu, gpu, paper
-                 ) -> str:
+def begin_run(profile:str # one of smoke, cpu, gpu, paper
+             ) -> str:
     "Start a paper notebook's run: check `profile` (`speco3.profiles.check_profile`) and remember the commit the run starts from."
     profiles.check_profile(profile)
     global _START_COMMIT
@@ -122,14 +122,14 @@ class PaperRun:
         return write_run_record(self.results_dir, self.params, self.started, parts)
 
 def start(target:str, # the results folder's name, e.g. "sft" (out_dir/results/<target>)
-          profile:str, # one of smoke, cpu, gpu, paper (`check_profile`)
+          profile:str, # one of smoke, cpu, gpu, paper (`begin_run`)
           out_dir, # the folder holding results/ and figures/
           note:str="", # printed after the parameters, e.g. why the notebook skips its work
           **params # the notebook's other parameters, recorded in run.json after profile and out_dir
          ) -> PaperRun:
     "Begin a paper notebook's run: start the clock, check `profile`, print the parameters, make the output folders (`output_dirs`)."
     started = time.time()
-    params = dict(profile=check_profile(profile), out_dir=str(out_dir), **params)
+    params = dict(profile=begin_run(profile), out_dir=str(out_dir), **params)
     print(params, *[note] if note else [])
     res, fig = output_dirs(out_dir, target)
     return PaperRun(target, params, started, Path(out_dir), res, fig)

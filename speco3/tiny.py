@@ -21,9 +21,9 @@ from transformers import (AddedToken, GenerationConfig, Qwen2Tokenizer, Qwen2VLI
                           Qwen2_5_VLForConditionalGeneration)
 
 # %% auto #0
-__all__ = ['SPECIAL_TOKENS', 'TAG_TOKENS', 'VOCAB_SIZE', 'MIN_PIXELS', 'MAX_PIXELS', 'SIZES', 'tiny_corpus', 'tiny_tokenizer',
-           'image_tokens', 'tiny_processor', 'mrope_section', 'tiny_config', 'build_tiny', 'load_tiny',
-           'scripted_conversations', 'overfit', 'image_features']
+__all__ = ['SPECIAL_TOKENS', 'TAG_TOKENS', 'VOCAB_SIZE', 'MIN_PIXELS', 'MAX_PIXELS', 'TINY_SIZES', 'tiny_corpus',
+           'tiny_tokenizer', 'image_tokens', 'tiny_processor', 'mrope_section', 'tiny_config', 'build_tiny',
+           'load_tiny', 'scripted_conversations', 'overfit', 'image_features']
 
 # %% ../nbs/09b_tiny.ipynb #202e901f
 _ENGLISH = """\
@@ -225,7 +225,7 @@ def tiny_processor(tokenizer=None, # a tokenizer; None: `tiny_tokenizer()`
     return install_template(QwenVLProcessor(ip, tokenizer or tiny_tokenizer()))
 
 # %% ../nbs/09b_tiny.ipynb #d3e1514a
-SIZES = {  # text: width, layers, heads, key/value heads, MLP width; vision: width, blocks, heads, MLP width
+TINY_SIZES = {  # text: width, layers, heads, key/value heads, MLP width; vision: width, blocks, heads, MLP width
     "tiny":  dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, intermediate_size=384,
                   vision=dict(hidden_size=64, depth=2, num_heads=4, intermediate_size=128)),
     "small": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, intermediate_size=1024,
@@ -241,13 +241,13 @@ def mrope_section(head_dim): # the attention head width of the text model
     return [half - 2 * h, h, h]
 
 def tiny_config(tokenizer, # the tokenizer the model will use (its special-token ids go into the config)
-                size="tiny", # a key of SIZES, or a dict shaped like one of its values
+                size="tiny", # a key of TINY_SIZES, or a dict shaped like one of its values
                 max_position_embeddings=32768, # context length in tokens
                 init_std=0.02): # standard deviation of the random weights (Qwen's initializer_range)
     "A `Qwen2_5_VLConfig` of the given size for `tokenizer`."
-    if isinstance(size, str) and size not in SIZES:
-        raise ValueError(f"size {size!r} is unknown; choose one of {', '.join(SIZES)} or pass a dict like SIZES['tiny']")
-    s = dict(SIZES[size]) if isinstance(size, str) else dict(size)
+    if isinstance(size, str) and size not in TINY_SIZES:
+        raise ValueError(f"size {size!r} is unknown; choose one of {', '.join(TINY_SIZES)} or pass a dict like TINY_SIZES['tiny']")
+    s = dict(TINY_SIZES[size]) if isinstance(size, str) else dict(size)
     vision = s.pop("vision")
     ids = lambda t: tokenizer.convert_tokens_to_ids(t)
     head_dim = s["hidden_size"] // s["num_attention_heads"]
@@ -263,7 +263,7 @@ def tiny_config(tokenizer, # the tokenizer the model will use (its special-token
 
 # %% ../nbs/09b_tiny.ipynb #bc765a99
 def build_tiny(out_dir, # folder to write (created; existing files are overwritten)
-               size="tiny", # "tiny" (~1 M parameters), "small" (~6 M), "base" (~40 M), or a dict like SIZES' values
+               size="tiny", # "tiny" (~1 M parameters), "small" (~6 M), "base" (~40 M), or a dict like TINY_SIZES' values
                seed=0, # weight initialisation seed
                vocab_size=VOCAB_SIZE, # tokenizer size
                min_pixels=MIN_PIXELS, # image processor lower bound

@@ -9,12 +9,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from .expert import measurements, decide, covered_windows
+from .metrics import ece
 from .realmix import TARGETS, wilson
 from .tasks import PAPER_TASKS
 
 # %% auto #0
-__all__ = ['CAP', 'decision_margin', 'rule_score', 'expert_score', 'p_yes', 'fit_platt', 'reliability', 'ece', 'positives_needed',
-           'recall_threshold', 'guarantee', 'risk_coverage', 'real_scores', 'sample_scores', 'labelled_scores',
+__all__ = ['CAP', 'decision_margin', 'rule_score', 'expert_score', 'p_yes', 'fit_platt', 'reliability', 'positives_needed',
+           'recall_threshold', 'guarantee', 'screening_curve', 'real_scores', 'sample_scores', 'labelled_scores',
            'triage_table', 'rank_run', 'check_request', 'triage_lines']
 
 # %% ../nbs/11f_triage.ipynb #a3a83beb
@@ -78,14 +79,6 @@ def reliability(p, # predicted p(YES)
             for b in range(bins)]
     return pd.DataFrame(rows)
 
-def ece(p, # predicted p(YES)
-        truth, # True/1 for a YES
-        bins:int=10) -> float:
-    "Expected calibration error: the n-weighted mean |mean p(YES) - fraction YES| over the bins."
-    r = reliability(p, truth, bins)
-    r = r[r.n > 0]
-    return float((r.n * (r.p_mean - r.yes_rate).abs()).sum() / r.n.sum())
-
 # %% ../nbs/11f_triage.ipynb #a7269ce4
 def positives_needed(recall:float) -> int: # the asked recall, 0 < recall < 1
     "The fewest calibration positives with which `recall` can be guaranteed: n with (1-recall)(n+1) >= 1."
@@ -118,8 +111,8 @@ def guarantee(n:int, # calibration positives
                      f"{bound:.3f} >= {recall} from {n} calibration positives (k = {k})")
 
 # %% ../nbs/11f_triage.ipynb #171adf2a
-def risk_coverage(score, # scores of a labelled set
-                  truth) -> pd.DataFrame: # True/1 for a YES
+def screening_curve(score, # scores of a labelled set
+                    truth) -> pd.DataFrame: # True/1 for a YES
     "Per threshold t (each distinct score, highest first): n and fraction to look at (score >= t), recall kept."
     s, y = _arrays(score, truth, "score")
     ts = np.unique(s)[::-1]

@@ -16,7 +16,7 @@ from .summaries import markdown_table
 from .tasks import PAPER_TASKS, PAPER_STYLE
 
 # %% auto #0
-__all__ = ['endpoint', 'skip_reason', 'served_policy', 'pick', 'vet_served', 'vlm_row', 'vlm_table', 'table_markdown']
+__all__ = ['endpoint', 'skip_reason', 'endpoint_policy', 'pick', 'vet_served', 'vlm_row', 'vlm_table', 'table_markdown']
 
 # %% ../nbs/11b_vlms.ipynb #4839418a
 def endpoint(base_url:str|None=None, # the server's API root, e.g. http://localhost:8000/v1; None: $OPENAI_BASE_URL
@@ -37,9 +37,9 @@ def skip_reason(api_key_env:str=ENV_API_KEY) -> str:
     return (f"no endpoint configured (base_url and model not given, ${ENV_BASE_URL} and ${ENV_MODEL} unset): "
             "the general-VLM rows were skipped, no numbers were made")
 
-def served_policy(ep:dict, # settings from `endpoint`
-                  **kw # more OpenAIPolicy options: tool_mode, max_tokens, temperature, seed, max_concurrency, ...
-                 ) -> OpenAIPolicy:
+def endpoint_policy(ep:dict, # settings from `endpoint`
+                    **kw # more OpenAIPolicy options: tool_mode, max_tokens, temperature, seed, max_concurrency, ...
+                   ) -> OpenAIPolicy:
     "The OpenAIPolicy of an endpoint, its key read from the named environment variable (none sent when it is unset)."
     return OpenAIPolicy(model=ep["model"], base_url=ep["base_url"], api_key=os.environ.get(ep["api_key_env"], ""), **kw)
 
@@ -80,7 +80,7 @@ def vet_served(rows, # the rows to vet (see `pick`)
                **policy_kw # OpenAIPolicy options when `policy` is an endpoint
               ) -> tuple[list, dict]:
     "(records, run summary with the server's request statistics) of `policy` on `rows`."
-    if isinstance(policy, dict): policy = served_policy(policy, **policy_kw)
+    if isinstance(policy, dict): policy = endpoint_policy(policy, **policy_kw)
     elif not isinstance(policy, Policy): raise ValueError(f"policy must be endpoint settings (a dict) or a speco3 Policy, got {type(policy).__name__}")
     summary = run(list(rows), policy, run_dir, batch_size=batch_size, progress=False, style=style)
     if hasattr(policy, "stats") and callable(policy.stats): summary["requests"] = policy.stats()

@@ -13,7 +13,7 @@ import pytest
 from speco3 import agent, expert, inputs
 from speco3.agent import as_sample, expand_inputs, run, read_trajectories, sample_id
 from speco3.cli import main
-from speco3.io import MAX_PIXELS, _too_fine, coarsen, read_spectrum, real_spectra_dir, write_fits
+from speco3.io import MAX_SPECTRUM_PIXELS, _too_fine, coarsen, read_spectrum, real_spectra_dir, write_fits
 from speco3.spectrum import Spectrum
 from speco3.tasks import PAPER_TASKS
 
@@ -118,7 +118,7 @@ def test_huge_spectrum_is_binned_and_its_memory_bounded(tmp_path):
     n = 1_000_000    # 1/10 of the 10-million-pixel case: before binning, its measurement step alone took 0.8 GB
     path = write_fits(fine_spectrum(n), tmp_path / "fine.fits")
     s = as_sample(path, "cv").spectrum
-    assert s.meta["binned"] == {"pixels": n, "kms": 10.0} and len(s) < MAX_PIXELS
+    assert s.meta["binned"] == {"pixels": n, "kms": 10.0} and len(s) < MAX_SPECTRUM_PIXELS
     cmd = [sys.executable, "-c", PEAK, "vet", str(path), "--task", "cv", "--out", str(tmp_path / "run"), *FAST]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.split()
     code, peak_kb = int(out[-2]), int(out[-1])
@@ -144,7 +144,7 @@ def test_binning_keeps_the_verdicts_of_an_oversampled_survey_spectrum():
 def test_no_real_spectrum_is_binned():
     t = pq.read_table(real_spectra_dir() / "spectra.parquet", columns=["id", "wavelength"]).to_pylist()
     assert len(t) == 781
-    assert [r["id"] for r in t if _too_fine(np.asarray(r["wavelength"]), 10.0, MAX_PIXELS)] == []
+    assert [r["id"] for r in t if _too_fine(np.asarray(r["wavelength"]), 10.0, MAX_SPECTRUM_PIXELS)] == []
 
 
 def _records(out):

@@ -20,7 +20,7 @@ from speco3.prompts import build_messages, RESPONSE_TEMPLATE
 from speco3.tool import TOOL_SCHEMA, TOOL_NAME
 from speco3.agent import inspect, inspect_batch, run, read_trajectories
 from speco3.hf import HFPolicy, QwenVLProcessor, KEEP_TOKENS
-from speco3.tiny import (SIZES, SPECIAL_TOKENS, build_tiny, load_tiny, tiny_config, tiny_tokenizer, overfit,
+from speco3.tiny import (TINY_SIZES, SPECIAL_TOKENS, build_tiny, load_tiny, tiny_config, tiny_tokenizer, overfit,
                          scripted_conversations)
 
 W = lamost_wavelength()
@@ -83,7 +83,7 @@ def test_build_is_deterministic_offline_and_loads(tmp_path, folders, monkeypatch
 def test_sizes():
     tok = tiny_tokenizer()
     counts = {}
-    for size in SIZES:
+    for size in TINY_SIZES:
         cfg = tiny_config(tok, size)
         text = cfg.text_config
         assert sum(text.rope_parameters["mrope_section"]) == text.hidden_size // text.num_attention_heads // 2

@@ -58,3 +58,42 @@ def test_no_module_names_a_paper_notebook():
     assert len(names) > 10, names
     found = {m: [n for n in names if n in (LIB / f"{m}.py").read_text()] for m in MODULES}
     assert not {m: n for m, n in found.items() if n}, f"library modules naming paper notebooks: {found}"
+
+
+SAME_MEANING = {  # public names two or more modules define on purpose, and why it is one idea (issue 41)
+    "main": "each module's command-line entry point (speco3.cli's for the `speco3` command, speco3.launch's for each "
+            "launched process)",
+    "settle": "the same per-trainer API in speco3.sft and speco3.grpo: a profile with overrides applied and the trainer "
+              "config's other arguments (speco3.runs.settle_profile holds the shared body)",
+    "profile_table": "the same per-trainer API in speco3.sft and speco3.grpo: the trainer's profiles side by side; "
+                     "speco3.runs.profile_table holds the shared body",
+    "OOD_TASKS": "the generalisation tasks: speco3.simulate re-exports speco3.tasks' tuple (`OOD_TASKS = _tasks.OOD_TASKS`)",
+    "C_KMS": "the speed of light in km/s, 299792.458, in speco3.expert and speco3.simulate",
+    "image_tokens": "the image tokens an image costs Qwen2.5-VL: speco3.tiny asks a processor, speco3.verl computes it "
+                    "from the image's size",
+    "HEADS": "molecular band-head wavelengths (vacuum Å). They differ in form: speco3.expert's are 8 heads, name -> "
+             "(wavelength, the side the band is degraded to), keys like 'c2_4737'; speco3.indices' are the 4 its indices "
+             "measure, name -> wavelength converted from air, keys like 'C2_4737', within 0.6 Å of expert's",
+}
+
+def public_definitions(mod):
+    "Top-level public names `mod` defines: def, class, assignment targets (imports are not definitions)."
+    names = set()
+    for node in ast.parse((LIB / f"{mod}.py").read_text()).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)): names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                names |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return {n for n in names if not n.startswith("_")}
+
+def test_one_name_one_meaning():
+    "No module defines a public name another module defines with a different meaning (issue 41); SAME_MEANING lists the shared ones."
+    where = {}
+    for m in MODULES:
+        for n in public_definitions(m): where.setdefault(n, []).append(m)
+    shared = {n: ms for n, ms in where.items() if len(ms) > 1}
+    unexplained = {n: ms for n, ms in shared.items() if n not in SAME_MEANING}
+    assert not unexplained, "public names defined in more than one module, not in SAME_MEANING: " + "; ".join(
+        f"{n} in {' and '.join(f'speco3.{m}' for m in ms)}" for n, ms in sorted(unexplained.items()))
+    stale = sorted(set(SAME_MEANING) - set(shared))
+    assert not stale, f"SAME_MEANING lists names no longer defined in two modules: {stale}"

@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 from speco3.cli import main
 from speco3.io import real_spectra_dir
-from speco3.triage import recall_threshold, ece, p_yes, positives_needed
+from speco3.metrics import ece
+from speco3.triage import recall_threshold, p_yes, positives_needed
 
 TABLE = real_spectra_dir() / "spectra.parquet"
 IDS = ["NOVA:GQMUSA", "NOVA:V1419AQA", "LAMOST:spec-55862-B6212_sp10-079", "LAMOST:spec-55862-B6212_sp16-230",
