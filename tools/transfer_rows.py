@@ -108,13 +108,20 @@ def rate(k, n):
     return dict(k=int(k), n=int(n), rate=(k / n if n else float("nan")), lo=lo, hi=hi)
 
 
+def auc(pos, neg):
+    "P(score of a random target > score of a random non-target), ties half: threshold-free ranking of real spectra."
+    pos, neg = np.asarray(pos, float)[:, None], np.asarray(neg, float)[None, :]
+    return float(((pos > neg).mean() + 0.5 * (pos == neg).mean())) if pos.size and neg.size else float("nan")
+
+
 def real_metrics(sp, dev):
     recs, unscored = vet_real([sp], dev)
     by_id = {s.meta["id"]: s for s in dev}
     tgt = [r for r in recs if r["truth"] == "YES"]
     non = [r for r in recs if r["truth"] == "NO"]
     yes = lambda rs: sum(r["prediction"] == "YES" for r in rs)
-    out = dict(recall=rate(yes(tgt), len(tgt)), fp=rate(yes(non), len(non)), unscored=len(unscored), by_label={}, by_survey={})
+    out = dict(recall=rate(yes(tgt), len(tgt)), fp=rate(yes(non), len(non)), unscored=len(unscored), by_label={}, by_survey={},
+               auc=auc([r["confidence"] for r in tgt], [r["confidence"] for r in non]))
     for key, field in (("by_label", "label"), ("by_survey", "survey")):
         groups = defaultdict(list)
         for r in non: groups[by_id[r["sample_id"]].meta.get(field)].append(r)
@@ -143,7 +150,7 @@ def write_table(res, args, out):
          f"in every variant. Sizes: {res['sizes']['train_rows']} train rows per task (balanced; 20 % held out for early "
          f"stopping by `train_specialist`). Trainer seeds: {args.seeds}; data fixed by build seed {args.build_seed}.", "",
          "Real = DEV half of the real-spectra collection (never the test half). FP = YES rate on real non-targets; "
-         "recall = YES rate on real targets; brackets: 95 % Wilson interval of the pooled counts over seeds "
+         "recall = YES rate on real targets; real AUC = P(a real target scores above a real non-target), threshold-free; brackets: 95 % Wilson interval of the pooled counts over seeds "
          "(the same spectra each seed, so the interval reflects the spectra, not the seeds). "
          "Sim direct = SpecVI-Sim (simulated) test drawn directly (positives from kinds_for(task), negatives from "
          "archive_mix(task)); sim hard = the build's own test split (SpecVI-Sim (simulated), rejection-sampled "
@@ -151,8 +158,8 @@ def write_table(res, args, out):
     for k, v in VARIANTS.items():
         if k in args.variants: L.append(f"* **{k}**: {v}")
     L += ["", "## Mean over seeds", "",
-          "| task | variant | real FP (non-targets) | real recall (targets) | sim direct acc | sim direct TPR / FPR | sim hard TPR / FPR | sim hard bal. acc |",
-          "|---|---|---|---|---|---|---|---|"]
+          "| task | variant | real FP (non-targets) | real recall (targets) | real AUC | sim direct acc | sim direct TPR / FPR | sim hard TPR / FPR | sim hard bal. acc |",
+          "|---|---|---|---|---|---|---|---|---|"]
     for t in res['runs']:
         for v in args.variants:
             runs = res["runs"][t][v]
@@ -161,7 +168,7 @@ def write_table(res, args, out):
             f_lo, f_hi = wilson(fk, fn); r_lo, r_hi = wilson(rk, rn)
             m = lambda a, b: np.mean([r[a][b] for r in runs])
             L.append(f"| {t} | {v} | {pct(fk / fn)} [{pct(f_lo)}–{pct(f_hi)}] | {pct(rk / rn)} [{pct(r_lo)}–{pct(r_hi)}] | "
-                     f"{pct(m('sim_direct', 'acc'))} | {pct(m('sim_direct', 'tpr'))} / {pct(m('sim_direct', 'fpr'))} | "
+                     f"{m('real', 'auc'):.3f} | {pct(m('sim_direct', 'acc'))} | {pct(m('sim_direct', 'tpr'))} / {pct(m('sim_direct', 'fpr'))} | "
                      f"{pct(m('sim_hard', 'tpr'))} / {pct(m('sim_hard', 'fpr'))} | {pct(m('sim_hard', 'bal_acc'))} |")
     labels = sorted({l for t in res['runs'] for v in args.variants for r in res["runs"][t][v] for l in r["real"]["by_label"]})
     L += ["", "## Real non-target YES rate by real label (mean over seeds; n = dev spectra of that label)", "",
@@ -183,13 +190,13 @@ def write_table(res, args, out):
                 xs = [r["real"]["by_survey"][s] for r in runs if s in r["real"]["by_survey"]]
                 cells.append("–" if not xs else f"{pct(np.mean([x['rate'] for x in xs]))} (n={xs[0]['n']})")
             L.append(f"| {t} | {v} | " + " | ".join(cells) + " |")
-    L += ["", "## Per seed", "", "| task | variant | seed | real FP | real recall | sim direct acc | sim hard bal. acc | epochs (best) |",
-          "|---|---|---|---|---|---|---|---|"]
+    L += ["", "## Per seed", "", "| task | variant | seed | real FP | real recall | real AUC | sim direct acc | sim hard bal. acc | epochs (best) |",
+          "|---|---|---|---|---|---|---|---|---|"]
     for t in res['runs']:
         for v in args.variants:
             for r in res["runs"][t][v]:
                 f, c = r["real"]["fp"], r["real"]["recall"]
-                L.append(f"| {t} | {v} | {r['seed']} | {pct(f['rate'])} ({f['k']}/{f['n']}) | {pct(c['rate'])} ({c['k']}/{c['n']}) | "
+                L.append(f"| {t} | {v} | {r['seed']} | {pct(f['rate'])} ({f['k']}/{f['n']}) | {pct(c['rate'])} ({c['k']}/{c['n']}) | {r['real']['auc']:.3f} | "
                          f"{pct(r['sim_direct']['acc'])} | {pct(r['sim_hard']['bal_acc'])} | {r['info']['epochs']} ({r['info']['best_epoch']}) |")
     L += ["", "## Train negatives per variant (SpecVI-Sim (simulated) kinds, g-band SNR p10/p50/p90)", "",
           "| task | variant | SNR p10/p50/p90 (pos) | SNR p10/p50/p90 (neg) | negative kinds |", "|---|---|---|---|---|"]
@@ -244,7 +251,7 @@ def main(argv=None):
         for v in args.variants:
             pos, neg = sets[v]
             rows, X = rows_of(t, pos, neg)
-            res["train_sets"][t][v] = dict(n_pos=len(pos), n_neg=len(neg), snr_pos=snr_q(pos), snr_neg=snr_q(neg),
+            res["train_sets"][t][v] = dict(n_pos=len(pos), n_neg=len(neg), snr_pos=snr_q(pos), snr_neg=snr_q(neg), snr_all=snr_q(pos + neg),
                                            neg_kinds=dict(Counter(s.meta["kind"] for s in neg).most_common()),
                                            instruments=dict(Counter(s.meta["survey"] for s in pos + neg)))
             res["runs"][t][v] = []
