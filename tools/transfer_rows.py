@@ -26,7 +26,7 @@ Data are fixed by --build-seed (0: the cpu build's seed, so variant A is the cpu
 Usage (from the repository root, speco3 importable):
 
     python tools/transfer_rows.py --quick                    # smoke: tiny sizes, 3 epochs, one seed (a few minutes)
-    python tools/transfer_rows.py --seeds 0 1 2 3 4          # the real run -> results/transfer_rows/
+    python tools/transfer_rows.py --seeds 0 1 2 3 4          # the real run -> bench/results/transfer_rows/
     python tools/transfer_rows.py --variants A B --tasks wd --max-epochs 30 --out /tmp/tr
 """
 from __future__ import annotations
@@ -219,7 +219,7 @@ def main(argv=None):
     ap.add_argument("--build-seed", type=int, default=0, help="seed of the SpecVI-Sim draws (0: the cpu build's)")
     ap.add_argument("--max-epochs", type=int, default=None, help="default: BASELINES['cpu']['max_epochs']")
     ap.add_argument("--n-sim-test", type=int, default=200, help="rows of the directly drawn simulated test set (balanced)")
-    ap.add_argument("--out", default="results/transfer_rows")
+    ap.add_argument("--out", default="bench/results/transfer_rows")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     t0 = time.time()
