@@ -27,7 +27,7 @@ Usage (from the repository root, speco3 importable):
 
     python tools/transfer_rows.py --quick                    # smoke: tiny sizes, 3 epochs, one seed (a few minutes)
     python tools/transfer_rows.py --seeds 0 1 2 3 4          # the real run -> bench/results/transfer_rows/
-    python tools/transfer_rows.py --variants A B --tasks wd --max-epochs 30 --out /tmp/tr
+    python tools/transfer_rows.py --variants A B --tasks wd --max-epochs 30 --out my_run
 """
 from __future__ import annotations
 import argparse, json, platform, subprocess, sys, tempfile, time, os
