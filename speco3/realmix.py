@@ -11,7 +11,8 @@ from .io import real_spectra_dir, read_spectra
 from .expert import measurements, decide, covered_windows, VERSION
 
 # %% auto #0
-__all__ = ['TARGETS', 'wilson', 'real_split', 'load_real', 'expert_answers', 'read_answers', 'mix_table', 'summary']
+__all__ = ['TARGETS', 'wilson', 'real_split', 'load_real', 'expert_answers', 'read_answers', 'mix_table', 'summary', 'prescreen',
+           'after_prescreen', 'prescreen_answers']
 
 # %% ../nbs/08d_realmix.ipynb #e6d657ff
 TARGETS = dict(cv=("CV",), carbon=("CARBON",), gm=("M_GIANT",), ss=(), wd=("WD",),
@@ -108,3 +109,37 @@ def summary(answers, # rows from `expert_answers` / `read_answers`
                          worst_rate=np.nan if worst is None else worst.rate,
                          false_alarm_share=(fp * ratio / (rec + fp * ratio)) if n and (rec + fp) > 0 else np.nan))
     return pd.DataFrame(rows)
+
+# %% ../nbs/08d_realmix.ipynb #833fb4f2
+def prescreen(spectra, # labelled real spectra (`load_real`)
+              tasks=("cv", "carbon", "gm", "ss", "wd"), # the questions to screen for
+              n:int=200, # the pre-screen's training size (the build's `weak_train`)
+              seed:int=0, # the build's seed: the same pre-screen the build rejection-sampled with
+              threshold:float|None=None): # P(positive) a spectrum must exceed (default `bench.THRESHOLD`)
+    "One row per (spectrum, task): the benchmark pre-screen's weak_score and whether the spectrum passes."
+    from speco3.bench import weak_classifier, THRESHOLD
+    thr = THRESHOLD if threshold is None else threshold
+    rows = []
+    for t in tasks:
+        p = weak_classifier(t, n, seed).score(spectra)
+        rows += [dict(id=s.meta["id"], task=t, weak_score=float(q), passes=bool(q > thr)) for s, q in zip(spectra, p)]
+    return pd.DataFrame(rows, columns=["id", "task", "weak_score", "passes"])   # NaN score (no features): passes False
+
+def after_prescreen(answers, # rows from `expert_answers` / `read_answers`
+                    screen): # rows from `prescreen`
+    "The answers a pre-screen-then-vet pipeline gives: NO where the pre-screen drops the spectrum; tasks it does not screen are left out."
+    passes = screen.set_index(["id", "task"]).passes
+    key = pd.MultiIndex.from_arrays([answers.id, answers.task])
+    known = key.isin(passes.index)
+    a = answers[known].copy()
+    kept = passes.reindex(key[known]).to_numpy(bool)
+    a["prediction"] = np.where(kept, a.prediction, "NO")
+    return a
+
+def prescreen_answers(spectra, # the spectra `screen` scored
+                      screen, # rows from `prescreen`
+                      policy:str="Benchmark pre-screen alone"): # the row name
+    "The pre-screen as a policy: YES where a spectrum passes."
+    by = {s.meta["id"]: s for s in spectra}
+    return pd.DataFrame([_row(by[i], policy=policy, task=t, prediction="YES" if ok else "NO", rule="weak classifier")
+                         for i, t, ok in zip(screen.id, screen.task, screen.passes)], columns=_COLS)
