@@ -10,6 +10,13 @@ import pytest
 
 EXTRAS = ("verl", "gpu")   # what a test may lack and still let the suite pass
 _SKIPS = []                # (test id, reason) of every skip in this session
+LONGEST_FIRST = ("test_profiles.py", "test_bench.py", "test_multiprocess.py")  # the files that set the run's tail under xdist --dist loadfile
+
+
+def pytest_collection_modifyitems(config, items):
+    "Start the longest files first: xdist hands files to workers in collection order, so a long one started last decides the wall time."
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda it: rank.get(it.path.name, len(rank)))   # stable: every other file keeps its order
 
 
 def optional_extra(name:str, why:str) -> str:
