@@ -143,4 +143,5 @@ def test_ship_miniature_copies_the_model_folders_with_cards(tmp_path):
     c0, c1 = read_card(done[0]), read_card(done[1])
     assert (c0["row"], c0["commit"], c1["row"], c1["commit"]) == (sft, "sftcommit", grpo, "now")
     assert c1["metrics"]["SpecVI-Sim test (simulated)"]["n"] == 12 and c0["details"]["size (MB)"] < 20
+    assert c0["details"]["style"] == "fast"   # the plots it was trained on: 05_grpo's student loop reads it
     assert "--policy models/miniature-sft-grpo" in (done[1] / "README.md").read_text()
