@@ -125,6 +125,7 @@ def test_ship_miniature_copies_the_model_folders_with_cards(tmp_path):
     out_dir = tmp_path / "run"
     for m in ("runs/sft-cpu/model", "runs/grpo-cpu/model"): build_tiny(out_dir / m, size="tiny", seed=0)
     (out_dir / "runs/sft-cpu/model/checkpoint-10").mkdir()
+    (out_dir / "runs/sft-cpu/model/training_args.bin").write_bytes(b"a pickle")
     sft, grpo = "Tiny + SFT", "Tiny + SFT + GRPO"
     recs = [dict(sample_id=f"s{i}", task="cv", truth="YES" if i % 3 == 0 else "NO", prediction="YES" if i % 2 == 0 else "NO",
                  format_ok=True, status="answered") for i in range(12)]
@@ -138,7 +139,7 @@ def test_ship_miniature_copies_the_model_folders_with_cards(tmp_path):
     (out_dir / "results/sft/run.json").write_text(json.dumps({"git_commit": "sftcommit"}))
     done = ship_miniature(tmp_path / "models", out_dir, commit="now")
     assert [p.name for p in done] == ["miniature-sft", "miniature-sft-grpo"]
-    assert not (done[0] / "checkpoint-10").exists() and (done[0] / "config.json").is_file()
+    assert not (done[0] / "checkpoint-10").exists() and not (done[0] / "training_args.bin").exists() and (done[0] / "config.json").is_file()
     assert any(p.suffix == ".safetensors" for p in done[0].iterdir())
     c0, c1 = read_card(done[0]), read_card(done[1])
     assert (c0["row"], c0["commit"], c1["row"], c1["commit"]) == (sft, "sftcommit", grpo, "now")
