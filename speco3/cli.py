@@ -17,7 +17,7 @@ def _bench_build(a):
     from speco3.bench import build
     build(a.out, profile=a.profile, seed=a.seed, progress=not a.quiet, overwrite=a.overwrite)
 
-def make_policy(spec:str, # "scripted", "openai:<model>", or a local model folder / hub id
+def make_policy(spec:str, # "scripted", "openai:<model>", a specialist model folder, or a local model folder / hub id
                 **kw # passed to the policy's constructor
                ):
     "The policy named by a `--policy` argument."
@@ -27,6 +27,13 @@ def make_policy(spec:str, # "scripted", "openai:<model>", or a local model folde
     if spec.startswith("openai:"):
         from speco3.remote import OpenAIPolicy
         return OpenAIPolicy(model=spec.split(":", 1)[1] or None, **kw)
+    p = Path(spec)
+    if p.is_dir() and (p / "specialist.json").is_file():   # a specialist baseline (speco3.models.save_specialist)
+        from speco3.models import SpecialistPolicy
+        return SpecialistPolicy(p, **kw)
+    if p.exists() and not any((p / f).is_file() for f in ("config.json", "adapter_config.json")):
+        raise ValueError(f"--policy {spec}: " + ("a file" if p.is_file() else "a folder with neither specialist.json (a specialist "
+                         "model) nor config.json (a Hugging Face model)") + "; give scripted, openai:<model> or a model folder")
     from speco3.hf import HFPolicy
     return HFPolicy(spec, **kw)
 
@@ -80,6 +87,8 @@ def _vet(a):
     if a.rank or a.recall is not None or a.calibrate:
         from speco3.triage import check_request; check_request(a.policy, a.rank, a.recall, a.calibrate)
     policy = make_policy(a.policy, **kw)
+    if hasattr(policy, "check_tasks"):   # a specialist answers only the tasks it was trained for: say so before vetting
+        policy.check_tasks({a.task} if a.task else {i["data_source"] for i in items})
     fresh = not Path(a.out).exists() or not any(Path(a.out).iterdir())  # made by this command: removed again if it reads nothing
     batch = max(a.batch_size, a.concurrency or 0)  # a batch holds at least --concurrency samples, so that many requests can be in flight
     opts = dict(task=a.task, batch_size=batch, worker_policy=partial(make_policy, a.policy, **kw), progress=not a.quiet,
@@ -245,7 +254,7 @@ def _add_vet(sub):
     v.add_argument("--task", choices=PAPER_TASKS + OOD_TASKS, metavar="KEY",
                    help=f"the question asked: {keys}; benchmark rows carry their own")
     v.add_argument("--split", help="for a benchmark folder: train or test")
-    v.add_argument("--policy", default="scripted", help="scripted | openai:<model> | <model folder or hub id> (default: scripted)")
+    v.add_argument("--policy", default="scripted", help="scripted | openai:<model> | <model folder or hub id> | <specialist model folder, e.g. models/gaianet-like> (default: scripted)")
     v.add_argument("--out", required=True, help="run folder (resumes a run with the same settings if it exists)")
     v.add_argument("--restart", action="store_true", help="empty --out and start over (needed to reuse it with other settings)")
     v.add_argument("--target", action="append", metavar="ID",
