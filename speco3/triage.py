@@ -16,7 +16,8 @@ from .tasks import PAPER_TASKS
 # %% auto #0
 __all__ = ['expert_score', 'p_yes', 'fit_platt', 'reliability', 'positives_needed', 'recall_threshold', 'guarantee',
            'screening_curve', 'real_scores', 'sample_scores', 'labelled_scores', 'run_policy', 'is_expert',
-           'same_policy', 'triage_table', 'rank_run', 'gives_p_yes', 'check_request', 'triage_lines']
+           'same_policy', 'triage_table', 'rank_run', 'gives_p_yes', 'check_request', 'triage_lines', 'calibration',
+           'screening', 'reliability_figure', 'screening_figure']
 
 # %% ../nbs/11f_triage.ipynb #a3a83beb
 from .expert import CAP, decision_margin, rule_score   # defined with the expert, which gives p(YES) = σ(rule score)
@@ -304,3 +305,75 @@ def triage_lines(out:dict) -> list: # `rank_run`'s result
     "One line per task: how many to look at, the threshold and the guarantee."
     return [f"triage {t}: look at {r['n_look']} of {r['n']} spectra ({r.get('by', 'rule score')} >= {r['threshold']:.3g}) "
             f"to keep recall >= {r['recall']}; {r['text']}" for t, r in out.items()]
+
+# %% ../nbs/11f_triage.ipynb #82ad5aeb
+def _calib_rows(rows):
+    "Checked (policy, task, p_yes, truth) rows: truth as bool (YES/NO, bools or 0/1; rows without one dropped), p_yes float or NaN."
+    df = pd.DataFrame(rows).copy()
+    if missing := [c for c in ("task", "p_yes", "truth") if c not in df.columns]:
+        raise ValueError(f"calibration rows need columns task, p_yes and truth; missing {', '.join(missing)}")
+    if "policy" not in df.columns: df["policy"] = "policy"
+    t = df.truth.map(lambda v: {"YES": True, "NO": False, "TRUE": True, "FALSE": False, "1": True, "0": False}.get(
+        str(v).strip().upper()) if v is not None and not (isinstance(v, float) and np.isnan(v)) else None)
+    df = df.assign(truth=t, p_yes=pd.to_numeric(df.p_yes, errors="coerce"))[t.notna()]
+    if ((df.p_yes < 0) | (df.p_yes > 1)).any(): raise ValueError("p_yes must lie in [0, 1]")
+    return df.assign(truth=df.truth.astype(bool))
+
+def calibration(rows, # rows (a frame or dicts) with task, p_yes, truth, and policy (else one policy)
+                bins:int=10) -> tuple: # equal-width bins of p(YES)
+    "(summary, bins): per (policy, task) n, n_without (no p(YES)), n_yes, ECE, Brier, mean p(YES), YES rate; its reliability bins."
+    df, summ, rel = _calib_rows(rows), [], []
+    for (pol, task), g in df.groupby(["policy", "task"], sort=False):
+        h = g[g.p_yes.notna()]
+        r = dict(policy=pol, task=task, n=len(h), n_without=len(g) - len(h), n_yes=int(h.truth.sum()), ece=np.nan,
+                 brier=np.nan, p_mean=np.nan, yes_rate=np.nan)
+        if len(h):
+            p, y = h.p_yes.to_numpy(float), h.truth.to_numpy(bool)
+            r.update(ece=ece(p, y, bins), brier=float(((p - y) ** 2).mean()), p_mean=float(p.mean()), yes_rate=float(y.mean()))
+            rel.append(reliability(p, y, bins).assign(policy=pol, task=task))
+        summ.append(r)
+    cols = ["policy", "task", "lo", "hi", "n", "p_mean", "yes_rate"]
+    return pd.DataFrame(summ), (pd.concat(rel, ignore_index=True)[cols] if rel else pd.DataFrame(columns=cols))
+
+def screening(rows) -> pd.DataFrame: # rows with task, p_yes, truth (and policy)
+    "Per (policy, task) with a positive: the screening curve of p(YES) (threshold, n_look, look, recall), rows with a p(YES)."
+    df, out = _calib_rows(rows), []
+    for (pol, task), g in df[df.p_yes.notna()].groupby(["policy", "task"], sort=False):
+        if g.truth.any(): out.append(screening_curve(g.p_yes, g.truth).assign(policy=pol, task=task))
+    cols = ["policy", "task", "threshold", "n_look", "look", "recall"]
+    return pd.concat(out, ignore_index=True)[cols] if out else pd.DataFrame(columns=cols)
+
+def _panels(policies, title):
+    import matplotlib.pyplot as plt
+    fig, axs = plt.subplots(1, max(len(policies), 1), figsize=(3.6 * max(len(policies), 1), 3.4), squeeze=False)
+    fig.suptitle(title, fontsize=10)
+    return fig, axs[0]
+
+def reliability_figure(bins:pd.DataFrame, # `calibration`'s second frame
+                       title:str="Reliability of p(YES)"): # the figure's title
+    "One panel per policy: the fraction YES against the mean p(YES) per bin, a line per task (marker area: n)."
+    pols = list(dict.fromkeys(bins.policy))
+    fig, axs = _panels(pols, title)
+    for ax, pol in zip(axs, pols):
+        for task, b in bins[(bins.policy == pol) & (bins.n > 0)].groupby("task", sort=False):
+            ax.plot(b.p_mean, b.yes_rate, "-", lw=1); ax.scatter(b.p_mean, b.yes_rate, s=4 + 40 * b.n / b.n.max(), label=task)
+        ax.plot([0, 1], [0, 1], "k:", lw=1)
+        ax.set(title=pol, xlabel="p(YES)", ylabel="fraction YES", xlim=(-0.02, 1.02), ylim=(-0.02, 1.02))
+        ax.title.set_fontsize(9); ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+def screening_figure(curves:pd.DataFrame, # `screening`'s frame
+                     title:str="Screening by p(YES)", # the figure's title
+                     recall:float=0.95): # a dotted line at this recall
+    "One panel per policy: the recall kept against the fraction of spectra a person looks at, a step line per task."
+    pols = list(dict.fromkeys(curves.policy))
+    fig, axs = _panels(pols, title)
+    for ax, pol in zip(axs, pols):
+        for task, c in curves[curves.policy == pol].groupby("task", sort=False):
+            ax.step(np.r_[0, c.look], np.r_[0, c.recall], where="post", label=task)
+        ax.axhline(recall, color="k", ls=":", lw=1)
+        ax.set(title=pol, xlabel="fraction looked at", ylabel="recall kept", xlim=(0, 1), ylim=(0, 1.02))
+        ax.title.set_fontsize(9); ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
