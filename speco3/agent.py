@@ -114,6 +114,7 @@ class Trajectory:
     style: str = ""              # renderer style version of every image
     seed: int | None = None
     timings: dict = field(default_factory=dict)
+    p_yes: float | None = None   # the policy's p(YES) with its verdict (`Episode.meta["p_yes"]`); None: it gives none
 
     @property
     def text(self) -> str:
@@ -205,7 +206,7 @@ class _Run:
         self.turns, self.status, self.error, self.limit_hit = [], None, None, False
 
 def _finish(run, policy, style, seed, alpha):
-    "The Trajectory of a finished episode, scored with the rule reward when the truth is known."
+    "The Trajectory of a finished episode, scored with the rule reward when the truth is known; with the policy's p(YES) when it gave one."
     text = "\n".join(t.text for t in run.turns)
     p = parse(text)
     if run.status == "ended":  # the policy stopped calling the tool: its words are its verdict
@@ -219,11 +220,18 @@ def _finish(run, policy, style, seed, alpha):
         correct = prediction == run.sample.truth
         reward = score(text, run.sample.truth, alpha)["score"] if run.status == "ended" else no_verdict_score(alpha)
     model_s, tool_s = sum(t.model_s for t in run.turns), sum(t.tool_s for t in run.turns)
+    p_yes = _p_yes(run.episode.meta.get("p_yes")) if prediction else None
     return Trajectory(run.sample.sample_id, run.sample.task, policy.describe(), run.prompt, run.overview, run.turns,
                       status, prediction, format_ok, reasons, truth=run.sample.truth, reward=reward, correct=correct,
                       error=run.error, n_tool_calls=run.episode.n_tool_calls, style=run.tool.style_version, seed=seed,
                       timings=dict(model_s=round(model_s, 4), tool_s=round(tool_s, 4),
-                                   total_s=round(time.perf_counter() - run.t0, 4)))
+                                   total_s=round(time.perf_counter() - run.t0, 4)), p_yes=p_yes)
+
+def _p_yes(v):
+    "A policy's p(YES) as a float in [0, 1]; None when it gave none, or something else (a bad value is not a probability)."
+    try: v = float(v)
+    except (TypeError, ValueError): return None
+    return v if 0 <= v <= 1 else None
 
 # %% ../nbs/09_agent.ipynb #a5689d8e
 def _step(run, out, model_s):

@@ -89,6 +89,7 @@ def _vet(a):
     policy = make_policy(a.policy, **kw)
     if hasattr(policy, "check_tasks"):   # a specialist answers only the tasks it was trained for: say so before vetting
         policy.check_tasks({a.task} if a.task else {i["data_source"] for i in items})
+    if a.rank or a.recall is not None: check_request(policy, a.rank, a.recall, a.calibrate)  # what the policy says it gives
     fresh = not Path(a.out).exists() or not any(Path(a.out).iterdir())  # made by this command: removed again if it reads nothing
     batch = max(a.batch_size, a.concurrency or 0)  # a batch holds at least --concurrency samples, so that many requests can be in flight
     opts = dict(task=a.task, batch_size=batch, worker_policy=partial(make_policy, a.policy, **kw), progress=not a.quiet,
@@ -108,7 +109,8 @@ def _triage(a, items):
     "`--rank` / `--recall R --calibrate LABELLED`: ranked.csv and triage.json in --out (speco3.triage)."
     from speco3.triage import rank_run, triage_lines
     for line in triage_lines(rank_run(a.out, items, a.task, a.recall, a.calibrate)): print(line)
-    print(f"ranked by the expert's rule score: {Path(a.out) / 'ranked.csv'}")
+    by = "the expert's rule score" if a.policy == "scripted" else "the policy's p(YES)"
+    print(f"ranked by {by}: {Path(a.out) / 'ranked.csv'}")
 
 def _read_nothing(run_dir):
     "True when every record of the run folder is an unreadable input (nothing in it to keep)."
@@ -275,12 +277,13 @@ def _add_vet(sub):
     v.add_argument("--shard-size", type=_at_least(1), default=500,
                    help="--cluster: inputs per shard (default 500); a lost worker costs at most its shard's unfinished "
                    "samples")
-    v.add_argument("--rank", action="store_true", help="write ranked.csv: the predictions with the scripted expert's rule "
-                   "score, highest first (speco3.triage)")
+    v.add_argument("--rank", action="store_true", help="write ranked.csv: the predictions with the policy's score (the "
+                   "scripted expert's rule score, another policy's p(YES)), highest first (speco3.triage)")
     v.add_argument("--recall", type=float, metavar="R", help="triage: the threshold keeping recall >= R (split-conformal on "
                    "--calibrate); says how many spectra to look at (triage.json)")
     v.add_argument("--calibrate", metavar="LABELLED", help="--recall's labelled set: a SpecVI-Bench folder or parquet, a CSV "
-                   "(task, score, truth), a ranked run folder, or real:dev")
+                   "(task, score, truth), a ranked run folder, or real:dev; for a policy other than scripted, a run folder of that "
+                   "policy on labelled spectra")
     v.set_defaults(run=_vet)
 
 # %% ../nbs/91_cli.ipynb #d7392710

@@ -15,9 +15,9 @@ from .prompts import TASKS
 from .tool import TOOL_NAME, MIN_POINTS
 
 # %% auto #0
-__all__ = ['C_KMS', 'LINES', 'HEADS', 'LIMITS', 'VERSION', 'CONFLICTS', 'measurements', 'Evidence', 'Decision', 'fmt',
+__all__ = ['C_KMS', 'LINES', 'HEADS', 'LIMITS', 'VERSION', 'CAP', 'CONFLICTS', 'measurements', 'Evidence', 'Decision', 'fmt',
            'covered_windows', 'decide', 'data_gaps', 'hidden_windows', 'expert_record', 'ScriptedExpertPolicy',
-           'expert_contradictions']
+           'decision_margin', 'rule_score', 'rule_p_yes', 'expert_contradictions']
 
 # %% ../nbs/08a_expert.ipynb #ab2a3f8e
 C_KMS = 299792.458  # speed of light, km/s
@@ -1150,6 +1150,7 @@ def _next(self:ScriptedExpertPolicy, ep):
     unseen = cite(e.text for e in d.evidence if e.window is not None and e.window not in plan[:k])
     if unseen: said += ["Without zooming, the arrays also show:"] + unseen
     verdict, conclusion = self._verdict(ep, d)
+    ep.meta["p_yes"] = rule_p_yes(d) if verdict == d.verdict else None   # a guided answer against the rules: none
     said += cite([conclusion])
     return "<think>" + " ".join(said) + f"</think>\n<answer>\\boxed{{{verdict}}}</answer>"
 
@@ -1173,6 +1174,24 @@ def _verdict(self:ScriptedExpertPolicy, ep, d):
     return d.verdict, text(d.verdict, d.reason)
 
 ScriptedExpertPolicy._verdict = _verdict
+
+# %% ../nbs/08a_expert.ipynb #a184fcb9
+CAP = 10.0  # margins beyond this count as this clear-cut
+
+def decision_margin(d): # a `Decision`
+    "How clear-cut a decision is: its smallest finite margin, capped at `CAP`; 0 when none is finite."
+    ms = [e.margin for e in d.evidence if np.isfinite(e.margin)]
+    return float(min(min(ms), CAP)) if ms else 0.0
+
+def rule_score(d): # a `Decision`
+    "The expert's rule score: +margin for a YES, -margin for a NO (higher: more like a YES)."
+    return decision_margin(d) if d.verdict == "YES" else -decision_margin(d)
+
+def rule_p_yes(d) -> float: # a `Decision`
+    "The expert's p(YES): the logistic σ(rule score), uncalibrated (a = 1, b = 0 of `speco3.triage.p_yes`)."
+    return float(1 / (1 + np.exp(-rule_score(d))))
+
+ScriptedExpertPolicy.gives_p_yes = True
 
 # %% ../nbs/08a_expert.ipynb #7c1a0a02
 CONFLICTS = (  # claims that cannot both hold in one trajectory (besides two values of one topic)

@@ -9,6 +9,7 @@ from pathlib import Path
 from .policy import Episode, Policy
 from .prompts import chat_template as speco3_template, newest_plots, check_prompt
 from .profiles import CORES_ENV
+from .reward import parse, _BOX
 
 try:
     import torch
@@ -325,7 +326,7 @@ def _decode(self, ids):
 
 # %% ../nbs/08b_hf.ipynb #df23dee2
 def _generate(self, chunk):
-    "Generate the next message for a chunk of (index, episode, encoding); returns texts."
+    "Generate the next message for a chunk of (index, episode, encoding); returns texts (and sets each `ep.meta['p_yes']`)."
     if self.device.type == "cpu": share_cores()  # every core when the plan runs this alone
     batch = _collate([enc for _, _, enc in chunk], self.pad_id)
     n_prompt = batch["input_ids"].shape[1]
@@ -342,7 +343,9 @@ def _generate(self, chunk):
     self.stats["generate_s"] += time.perf_counter() - t0
     new = seqs[:, n_prompt:].cpu()
     self.stats["prompt_tokens"] += int(batch["attention_mask"].sum()); self.stats["new_tokens"] += int((new != self.pad_id).sum())
-    return [self._decode(row) for row in new]
+    texts = [self._decode(row) for row in new]
+    for (_, ep, enc), row, text in zip(chunk, new, texts): ep.meta["p_yes"] = self._p_yes(enc, row, text)
+    return texts
 
 def _generate_safe(self, chunk):
     "Like `_generate`, but a failing batch is retried one episode at a time; a failing episode gives its Exception."
@@ -356,6 +359,45 @@ def _forced_ids(self, ep):
     "Token ids the episode's message must start with (empty when `force` gives nothing)."
     text = self.force(ep)
     return self.tokenizer.encode(text, add_special_tokens=False) if text else []
+
+# %% ../nbs/08b_hf.ipynb #2bb1d0bc
+def _answer_position(self, ids, text):
+    "(k, yes_id, no_id): the answer token's index in the new ids `ids` and the first tokens of YES and NO written there; None if there is none."
+    if (p := parse(text)).boxed is None or p.prediction not in ("YES", "NO"): return None
+    ids = ids.tolist()
+    for k, i in enumerate(ids):   # cut where `_decode` cuts
+        if i == self.call_end_id: ids = ids[:k + 1]; break
+        if i in self.end_ids: ids = ids[:k]; break
+    dec = lambda n: self.tokenizer.decode(ids[:n], skip_special_tokens=False)
+    raw = dec(len(ids))
+    if (b := raw.rfind(_BOX)) < 0: return None
+    c = b + len(_BOX) + len(raw[b + len(_BOX):]) - len(raw[b + len(_BOX):].lstrip())   # the answer's first character
+    lo, hi = 0, len(ids)          # the first k whose prefix ids[:k+1] reaches past character c
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if len(dec(mid + 1)) > c: hi = mid
+        else: lo = mid + 1
+    if lo >= len(ids): return None
+    lead = raw[len(dec(lo)):c]    # what token lo writes before the answer (e.g. "{" when "{YES" is one token)
+    yes, no = (self.tokenizer.encode(lead + w, add_special_tokens=False)[0] for w in ("YES", "NO"))
+    return (lo, yes, no) if yes != no and ids[lo] in (yes, no) else None
+
+def _p_yes(self, enc, ids, text):
+    "p(YES) = P(YES token) / (P(YES token) + P(NO token)) where the answer was written; None without a boxed YES/NO."
+    if (where := self._answer_position(ids, text)) is None: return None
+    k, yes, no = where
+    extra = torch.tensor([ids.tolist()[:k]], dtype=enc["input_ids"].dtype)
+    batch = {k_: v for k_, v in enc.items() if k_ not in ("input_ids", "attention_mask", "mm_token_type_ids")}
+    batch["input_ids"] = torch.cat([enc["input_ids"], extra], 1)
+    batch["attention_mask"] = torch.ones_like(batch["input_ids"])
+    if "mm_token_type_ids" in enc: batch["mm_token_type_ids"] = torch.cat([enc["mm_token_type_ids"], torch.zeros_like(extra)], 1)
+    batch = {k_: v.to(self.device) for k_, v in batch.items()}
+    if "pixel_values" in batch: batch["pixel_values"] = batch["pixel_values"].to(self.dtype)
+    with torch.inference_mode():
+        logits = self.model(**batch, logits_to_keep=1).logits[0, -1].float()
+    return float(torch.sigmoid(logits[yes] - logits[no]))   # the two-way softmax
+
+HFPolicy._answer_position, HFPolicy._p_yes, HFPolicy.gives_p_yes = _answer_position, _p_yes, True
 
 # %% ../nbs/08b_hf.ipynb #c0a88ec3
 class ForceTokens(LogitsProcessor):

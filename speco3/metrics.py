@@ -602,7 +602,7 @@ def main_table(results,     # dict policy name -> `Evaluation`
 
 # %% ../nbs/11_metrics.ipynb #e18b77ef
 PREDICTION_COLUMNS = ("sample_id", "task", "truth", "prediction", "strict_prediction", "status", "format_ok",
-                      "n_tool_calls", "windows", "reward", "cannot_judge")
+                      "n_tool_calls", "windows", "reward", "cannot_judge", "p_yes")
 
 def _label_cell(v):
     "A label as the file holds it: YES/NO, None when missing, anything else as it is (`evaluate` names it when read)."
@@ -618,7 +618,12 @@ def _prediction_row(rec, escape):
                 status=rec.get("status"), format_ok=rec.get("format_ok"), n_tool_calls=t.get("n_tool_calls"),
                 windows="" if w is None else json.dumps([[float(lo), float(hi)] for lo, hi in w]),
                 reward=rec.get("reward"),
-                cannot_judge=json.dumps(list(why), ensure_ascii=False) if (why := rec.get("cannot_judge")) else "")
+                cannot_judge=json.dumps(list(why), ensure_ascii=False) if (why := rec.get("cannot_judge")) else "",
+                p_yes=_p_cell(rec.get("p_yes", rec.get("confidence"))))
+
+def _p_cell(v):
+    "The policy's p(YES) (a record's `p_yes`, or a specialist's `confidence`), '' when it gave none."
+    return "" if _missing(v) or v == "" else float(v)
 
 # %% ../nbs/11_metrics.ipynb #a0f7aeb5
 def write_predictions(path, # the CSV file to write
@@ -648,7 +653,7 @@ def _frame(rows, policy):
 def read_predictions(path # a predictions file written by `write_predictions`
                     ) -> list:
     "The rows of a predictions file as records: a missing answer is None, never 'nan'; `windows`, `cannot_judge` read."
-    blank = {c: [""] for c in ("prediction", "truth", "strict_prediction", "reward", "status", "format_ok", "n_tool_calls")}
+    blank = {c: [""] for c in ("prediction", "truth", "strict_prediction", "reward", "status", "format_ok", "n_tool_calls", "p_yes")}
     df = pd.read_csv(path, keep_default_na=False, na_values=blank)
     recs = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()} for r in df.to_dict("records")]
     for i, r in enumerate(recs):

@@ -170,6 +170,7 @@ def is_specialist_folder(path # any path
 class SpecialistPolicy(Policy):
     "A specialist baseline model folder (or Specialist objects) as a policy: one answer at the first step, P(YES) in `episode.meta['p_yes']`."
     name = "specialist"
+    gives_p_yes = True   # its P(YES) is its network's output (`speco3.triage` ranks by it)
 
     def __init__(self,
                  specialists, # a specialist model folder (`save_specialist`), or Specialist objects (one per task)

@@ -32,6 +32,7 @@ class Episode:
 class Policy:
     "Writes the next assistant message for each episode of a batch."
     name = "policy"
+    gives_p_yes = False  # True: sets `episode.meta["p_yes"]`, its p(YES), with each final answer (see `speco3.agent`)
 
     def act(self,
             episodes:list[Episode] # the episodes that need a next message (batched, so models can batch them)

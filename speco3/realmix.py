@@ -8,7 +8,7 @@ import hashlib
 import numpy as np
 import pandas as pd
 from .io import real_spectra_dir, read_spectra
-from .expert import measurements, decide, covered_windows, VERSION
+from .expert import measurements, decide, covered_windows, VERSION, rule_p_yes
 
 # %% auto #0
 __all__ = ['TARGETS', 'wilson', 'real_split', 'load_real', 'expert_answers', 'read_answers', 'mix_table', 'summary', 'prescreen',
@@ -47,7 +47,7 @@ def load_real(root=None, # the collection folder (default: `speco3.io.real_spect
     return out
 
 # %% ../nbs/08d_realmix.ipynb #6cfa47d0
-_COLS = ["policy", "id", "label", "subclass", "survey", "split", "task", "prediction", "rule"]
+_COLS = ["policy", "id", "label", "subclass", "survey", "split", "task", "prediction", "rule", "p_yes"]
 
 def _row(s, **kw):
     m = s.meta
@@ -56,20 +56,20 @@ def _row(s, **kw):
 def expert_answers(spectra, # spectra with meta label/split (see `load_real`)
                    tasks=tuple(TARGETS), # the questions to ask
                    policy:str=f"Scripted expert v{VERSION}"): # the policy's row name
-    "One row per (spectrum, question): the scripted expert's verdict and the rule that decided."
+    "One row per (spectrum, question): the scripted expert's verdict, the rule that decided and its p(YES) (`speco3.expert.rule_p_yes`)."
     rows = []
     for s in spectra:
         m = measurements(s)
         for t in tasks:
             d = decide(t, m, covered_windows(s, t))
-            rows.append(_row(s, policy=policy, task=t, prediction=d.verdict, rule=d.rule))
+            rows.append(_row(s, policy=policy, task=t, prediction=d.verdict, rule=d.rule, p_yes=rule_p_yes(d)))
     return pd.DataFrame(rows, columns=_COLS)
 
 def read_answers(path, # a CSV with sample_id (or id), task, prediction and optionally policy
                  spectra, # the labelled spectra the file's ids refer to
                  policy=None, # row name (default: the file's `policy` column)
                  strict:bool=False): # read `strict_prediction` (an exact boxed answer, as the paper scores a model) instead of `prediction`
-    "A predictions file of any policy as answer rows; an id that is not a real spectrum is an error."
+    "A predictions file of any policy as answer rows (with its `p_yes`, NaN where it gave none); an id that is not a real spectrum is an error."
     df = pd.read_csv(path, keep_default_na=False)
     key, col = "id" if "id" in df.columns else "sample_id", "strict_prediction" if strict else "prediction"
     missing = [c for c in (key, "task", col) if c not in df.columns]
@@ -79,7 +79,9 @@ def read_answers(path, # a CSV with sample_id (or id), task, prediction and opti
     if unknown: raise ValueError(f"{path}: {len(unknown)} id(s) are not real spectra of the collection, e.g. {unknown[0]!r}")
     name = policy or (df["policy"].iloc[0] if "policy" in df.columns and len(df) else str(path))
     pred = df[col].where(df[col].isin(["YES", "NO"]), "invalid")   # no valid answer counts as not YES
-    return pd.DataFrame([_row(by[i], policy=name, task=t, prediction=p, rule="") for i, t, p in zip(df[key], df["task"], pred)], columns=_COLS)
+    p_yes = pd.to_numeric(df["p_yes"], errors="coerce") if "p_yes" in df.columns else [np.nan] * len(df)   # empty: none given
+    return pd.DataFrame([_row(by[i], policy=name, task=t, prediction=p, rule="", p_yes=q)
+                         for i, t, p, q in zip(df[key], df["task"], pred, p_yes)], columns=_COLS)
 
 # %% ../nbs/08d_realmix.ipynb #2a9560cb
 def mix_table(answers, # rows from `expert_answers` / `read_answers`

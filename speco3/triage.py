@@ -14,21 +14,13 @@ from .realmix import TARGETS, wilson
 from .tasks import PAPER_TASKS
 
 # %% auto #0
-__all__ = ['CAP', 'decision_margin', 'rule_score', 'expert_score', 'p_yes', 'fit_platt', 'reliability', 'positives_needed',
-           'recall_threshold', 'guarantee', 'screening_curve', 'real_scores', 'sample_scores', 'labelled_scores',
-           'triage_table', 'rank_run', 'check_request', 'triage_lines']
+__all__ = ['expert_score', 'p_yes', 'fit_platt', 'reliability', 'positives_needed', 'recall_threshold', 'guarantee',
+           'screening_curve', 'real_scores', 'sample_scores', 'labelled_scores', 'run_policy', 'is_expert',
+           'same_policy', 'triage_table', 'rank_run', 'gives_p_yes', 'check_request', 'triage_lines', 'calibration',
+           'screening', 'reliability_figure', 'screening_figure']
 
 # %% ../nbs/11f_triage.ipynb #a3a83beb
-CAP = 10.0  # margins beyond this count as this clear-cut
-
-def decision_margin(d): # a `speco3.expert.Decision`
-    "How clear-cut a decision is: its smallest finite margin, capped at `CAP`; 0 when none is finite."
-    ms = [e.margin for e in d.evidence if np.isfinite(e.margin)]
-    return float(min(min(ms), CAP)) if ms else 0.0
-
-def rule_score(d): # a `speco3.expert.Decision`
-    "The expert's rule score: +margin for a YES, -margin for a NO (higher: more like a YES)."
-    return decision_margin(d) if d.verdict == "YES" else -decision_margin(d)
+from .expert import CAP, decision_margin, rule_score   # defined with the expert, which gives p(YES) = σ(rule score)
 
 def expert_score(spectrum, # a Spectrum (observed frame, with its redshift)
                  task:str, # task key
@@ -93,8 +85,8 @@ def recall_threshold(pos_scores, # scores of the calibration set's labelled posi
     if not 0 < recall < 1: raise ValueError(f"recall must be between 0 and 1 (exclusive), got {recall}")
     s = np.sort(np.asarray(pos_scores, float))
     if not len(s): raise ValueError(f"{where}: no labelled positives (YES); a recall threshold needs some")
-    if not np.isfinite(s).all():
-        raise ValueError(f"{where}: {int((~np.isfinite(s)).sum())} positive(s) without a finite score")
+    if (bad := np.isnan(s) | np.isneginf(s)).any():   # +inf: a positive the rule always looks at (no score)
+        raise ValueError(f"{where}: {int(bad.sum())} positive(s) without a score")
     if (k := _k(len(s), recall)) < 1:
         raise ValueError(f"{where}: recall {recall} cannot be guaranteed with {len(s)} positives (at most "
                          f"{len(s) / (len(s) + 1):.3f}; {positives_needed(recall)} needed)")
@@ -154,10 +146,14 @@ def sample_scores(items, # SpecVI-Bench rows or other items `speco3.agent.as_sam
 
 # %% ../nbs/11f_triage.ipynb #9b348014
 def labelled_scores(source, # 'real[:dev|:test]', a SpecVI-Bench folder/parquet, a CSV (task, score, truth) or run
-                    task=None) -> pd.DataFrame: # keep only this task
-    "Rule scores and truths (task, score, truth) of a labelled calibration set."
+                    task=None, # keep only this task
+                    policy=None) -> pd.DataFrame: # None: the expert; else the policy (its `describe()`) whose p(YES) it is
+    "Scores and truths (task, score, truth) of a labelled calibration set: the expert's rule scores, or a policy's own p(YES)."
     src = str(source)
-    if src.split(":")[0] == "real":
+    if policy is not None:   # only a run of that policy holds its scores
+        p = _own_kind(source, policy)
+        df = _csv_scores(p if p.is_file() else p / "ranked.csv" if (p / "ranked.csv").exists() else p / "predictions.csv")
+    elif src.split(":")[0] == "real":
         from speco3.realmix import load_real
         split = src.split(":", 1)[1] if ":" in src else None
         if split not in (None, "dev", "test"):
@@ -176,8 +172,42 @@ def labelled_scores(source, # 'real[:dev|:test]', a SpecVI-Bench folder/parquet,
 
 _KINDS = "a SpecVI-Bench folder or parquet, a CSV, a ranked run folder, real:dev"
 
+def run_policy(run_dir) -> dict: # a `speco3 vet` run folder
+    "The policy a run folder was made with (its run_config.json), {} when it records none."
+    p = Path(run_dir) / "run_config.json"
+    return (json.loads(p.read_text()).get("policy") or {}) if p.exists() else {}
+
+def is_expert(policy) -> bool: # a --policy spec, a policy's `describe()`, or {} (unknown: a run from before run configs)
+    "Whether the policy is the scripted expert, ranked by its rule score."
+    if isinstance(policy, str): return policy == "scripted"
+    return not policy or (policy.get("reads") == "arrays" and "guided" in policy)
+
+def _scores(pred, where):
+    "A predictions table's p(YES) as floats (NaN where the policy gave none; old runs have no column)."
+    if "p_yes" not in pred.columns: return pd.Series(np.nan, index=pred.index)
+    return pd.to_numeric(pred.p_yes, errors="coerce")
+
+def _name(policy): return policy.get("name", "?") if isinstance(policy, dict) else str(policy)
+
+def _own_kind(source, policy):
+    "The path of a calibration set that can hold `policy`'s own scores (a run folder or CSV); one line otherwise."
+    p = Path(str(source))
+    if p.suffix.lower() == ".csv" and p.is_file(): return p
+    if p.is_dir() and ((p / "ranked.csv").exists() or (p / "predictions.csv").exists()): return p
+    raise ValueError(f"--calibrate {source}: policy {_name(policy)} is calibrated on its own p(YES), so give a run folder "
+                     f"(or its predictions.csv / ranked.csv) of that policy vetting labelled spectra")
+
+def same_policy(run_dir, calibrate):
+    "Refuse a calibration run folder made by another policy than the run's (one line)."
+    c = Path(str(calibrate)); c = c if c.is_dir() else c.parent
+    a, b = run_policy(run_dir), run_policy(c)
+    if a and b and a != b:
+        raise ValueError(f"--calibrate {calibrate}: its scores come from policy {_name(b)} ({json.dumps(b)[:120]}), not the "
+                         f"one that vetted {run_dir} ({_name(a)}); calibrate on a run of the same policy")
+
 def _csv_scores(path):
     df = pd.read_csv(path, keep_default_na=False)
+    if "score" not in df.columns and "p_yes" in df.columns: df = df.assign(score=df.p_yes)   # a run's predictions.csv
     if missing := [c for c in ("task", "score", "truth") if c not in df.columns]:
         raise ValueError(f"{path}: no column(s) {', '.join(missing)}; a calibration table needs task, score and truth")
     t = df.truth.astype(str).str.upper().map(dict(YES=True, TRUE=True, NO=False, FALSE=False) | {"1": True, "0": False})
@@ -220,42 +250,130 @@ def rank_run(run_dir, # a `speco3 vet` run folder (with predictions.csv)
     if (recall is None) != (calibrate is None):
         raise ValueError("--recall and --calibrate go together (a recall is kept on a labelled set)")
     run_dir = Path(run_dir)
-    sc = sample_scores(items, task)
     pred = pd.read_csv(run_dir / "predictions.csv", keep_default_na=False, dtype=str)
-    df = pred.merge(sc[["sample_id", "score", "error"]], on="sample_id", how="left")
+    pol = run_policy(run_dir)
+    if is_expert(pol):      # its rule score (p_yes is a monotone map of it): any labelled set calibrates it
+        by, sc = "rule score", sample_scores(items, task)
+        df = pred.merge(sc[["sample_id", "score", "error"]], on="sample_id", how="left")
+    else:                   # the policy's own p(YES), calibrated on its own runs
+        by, df = "p(YES)", pred.assign(score=_scores(pred, run_dir / "predictions.csv"), error="")
+        if not df.score.notna().any():
+            raise ValueError(f"{run_dir}: policy {pol.get('name', '?')} gave no p(YES) (the p_yes column is empty); "
+                             "--rank and --recall need a policy that gives one")
+        if calibrate is not None: same_policy(run_dir, calibrate)
     out = {}
     if recall is not None:
         look = np.zeros(len(df), bool)
         for t in sorted(set(df.task) - {""}):
-            thr = recall_threshold(c := labelled_scores(calibrate, t).query("truth").score.to_numpy(), recall,
-                                   f"{calibrate} ({t})")
+            c = labelled_scores(calibrate, t, None if is_expert(pol) else pol).query("truth").score.to_numpy()
+            thr = recall_threshold(np.where(np.isnan(c), np.inf, c), recall, f"{calibrate} ({t})")  # unscored: looked at
             mine = (df.task == t).to_numpy()
             look |= mine & ~(df.score < thr).to_numpy()    # >= t, and unscored ones (NaN) too
             out[t] = guarantee(len(c), recall) | dict(threshold=thr, n=int(mine.sum()), n_look=int((mine & look).sum()),
-                                                      calibration=str(calibrate), recall=recall)
+                                                      calibration=str(calibrate), recall=recall, by=by)
         df = df.assign(look=look)
         atomic_write(run_dir / "triage.json", json.dumps(out, indent=1))
     df = df.sort_values("score", ascending=False, na_position="last", kind="stable")
     atomic_write(run_dir / "ranked.csv", df.to_csv(index=False))
     return out
 
-def check_request(policy:str, # the --policy of the run
+def gives_p_yes(policy) -> bool: # a --policy spec, or a `speco3.policy.Policy`
+    "Whether a policy sets `episode.meta['p_yes']`: a Policy says so (`gives_p_yes`); of a spec, only openai: is known not to."
+    if isinstance(policy, str): return not policy.startswith("openai:")
+    return bool(getattr(policy, "gives_p_yes", False))
+
+def check_request(policy, # the --policy of the run (its spec), or the policy itself
                   rank:bool=False, # --rank
                   recall=None, # --recall
                   calibrate=None): # --calibrate
     "Refuse a triage request that cannot be met, before anything is vetted (one-line errors)."
+    if not isinstance(policy, str) and calibrate is not None and not is_expert(policy.describe()):
+        _own_kind(calibrate, policy.describe())
     if (recall is None) != (calibrate is None):
         raise ValueError("--recall and --calibrate go together (a recall is kept on a labelled set)")
     if recall is not None and not 0 < recall < 1:
         raise ValueError(f"--recall must be between 0 and 1 (exclusive), got {recall}")
-    if (rank or recall is not None) and policy != "scripted":
-        raise ValueError(f"--rank and --recall rank by the scripted expert's rule score; "
-                         f"policy {policy} gives no score yet")
+    if (rank or recall is not None) and not gives_p_yes(policy):
+        name = policy if isinstance(policy, str) else getattr(policy, "name", type(policy).__name__)
+        raise ValueError(f"--rank and --recall rank by the policy's p(YES); policy {name} gives none "
+                         "(a served model without answer-token log-probabilities)")
     src = str(calibrate)
     if calibrate is not None and src.split(":")[0] != "real" and not Path(src).exists():
         raise FileNotFoundError(f"--calibrate {src}: no such labelled set ({_KINDS})")
 
 def triage_lines(out:dict) -> list: # `rank_run`'s result
     "One line per task: how many to look at, the threshold and the guarantee."
-    return [f"triage {t}: look at {r['n_look']} of {r['n']} spectra (rule score >= {r['threshold']:.3g}) "
+    return [f"triage {t}: look at {r['n_look']} of {r['n']} spectra ({r.get('by', 'rule score')} >= {r['threshold']:.3g}) "
             f"to keep recall >= {r['recall']}; {r['text']}" for t, r in out.items()]
+
+# %% ../nbs/11f_triage.ipynb #82ad5aeb
+def _calib_rows(rows):
+    "Checked (policy, task, p_yes, truth) rows: truth as bool (YES/NO, bools or 0/1; rows without one dropped), p_yes float or NaN."
+    df = pd.DataFrame(rows).copy()
+    if missing := [c for c in ("task", "p_yes", "truth") if c not in df.columns]:
+        raise ValueError(f"calibration rows need columns task, p_yes and truth; missing {', '.join(missing)}")
+    if "policy" not in df.columns: df["policy"] = "policy"
+    t = df.truth.map(lambda v: {"YES": True, "NO": False, "TRUE": True, "FALSE": False, "1": True, "0": False}.get(
+        str(v).strip().upper()) if v is not None and not (isinstance(v, float) and np.isnan(v)) else None)
+    df = df.assign(truth=t, p_yes=pd.to_numeric(df.p_yes, errors="coerce"))[t.notna()]
+    if ((df.p_yes < 0) | (df.p_yes > 1)).any(): raise ValueError("p_yes must lie in [0, 1]")
+    return df.assign(truth=df.truth.astype(bool))
+
+def calibration(rows, # rows (a frame or dicts) with task, p_yes, truth, and policy (else one policy)
+                bins:int=10) -> tuple: # equal-width bins of p(YES)
+    "(summary, bins): per (policy, task) n, n_without (no p(YES)), n_yes, ECE, Brier, mean p(YES), YES rate; its reliability bins."
+    df, summ, rel = _calib_rows(rows), [], []
+    for (pol, task), g in df.groupby(["policy", "task"], sort=False):
+        h = g[g.p_yes.notna()]
+        r = dict(policy=pol, task=task, n=len(h), n_without=len(g) - len(h), n_yes=int(h.truth.sum()), ece=np.nan,
+                 brier=np.nan, p_mean=np.nan, yes_rate=np.nan)
+        if len(h):
+            p, y = h.p_yes.to_numpy(float), h.truth.to_numpy(bool)
+            r.update(ece=ece(p, y, bins), brier=float(((p - y) ** 2).mean()), p_mean=float(p.mean()), yes_rate=float(y.mean()))
+            rel.append(reliability(p, y, bins).assign(policy=pol, task=task))
+        summ.append(r)
+    cols = ["policy", "task", "lo", "hi", "n", "p_mean", "yes_rate"]
+    return pd.DataFrame(summ), (pd.concat(rel, ignore_index=True)[cols] if rel else pd.DataFrame(columns=cols))
+
+def screening(rows) -> pd.DataFrame: # rows with task, p_yes, truth (and policy)
+    "Per (policy, task) with a positive: the screening curve of p(YES) (threshold, n_look, look, recall), rows with a p(YES)."
+    df, out = _calib_rows(rows), []
+    for (pol, task), g in df[df.p_yes.notna()].groupby(["policy", "task"], sort=False):
+        if g.truth.any(): out.append(screening_curve(g.p_yes, g.truth).assign(policy=pol, task=task))
+    cols = ["policy", "task", "threshold", "n_look", "look", "recall"]
+    return pd.concat(out, ignore_index=True)[cols] if out else pd.DataFrame(columns=cols)
+
+def _panels(policies, title):
+    import matplotlib.pyplot as plt
+    fig, axs = plt.subplots(1, max(len(policies), 1), figsize=(3.6 * max(len(policies), 1), 3.4), squeeze=False)
+    fig.suptitle(title, fontsize=10)
+    return fig, axs[0]
+
+def reliability_figure(bins:pd.DataFrame, # `calibration`'s second frame
+                       title:str="Reliability of p(YES)"): # the figure's title
+    "One panel per policy: the fraction YES against the mean p(YES) per bin, a line per task (marker area: n)."
+    pols = list(dict.fromkeys(bins.policy))
+    fig, axs = _panels(pols, title)
+    for ax, pol in zip(axs, pols):
+        for task, b in bins[(bins.policy == pol) & (bins.n > 0)].groupby("task", sort=False):
+            ax.plot(b.p_mean, b.yes_rate, "-", lw=1); ax.scatter(b.p_mean, b.yes_rate, s=4 + 40 * b.n / b.n.max(), label=task)
+        ax.plot([0, 1], [0, 1], "k:", lw=1)
+        ax.set(title=pol, xlabel="p(YES)", ylabel="fraction YES", xlim=(-0.02, 1.02), ylim=(-0.02, 1.02))
+        ax.title.set_fontsize(9); ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+def screening_figure(curves:pd.DataFrame, # `screening`'s frame
+                     title:str="Screening by p(YES)", # the figure's title
+                     recall:float=0.95): # a dotted line at this recall
+    "One panel per policy: the recall kept against the fraction of spectra a person looks at, a step line per task."
+    pols = list(dict.fromkeys(curves.policy))
+    fig, axs = _panels(pols, title)
+    for ax, pol in zip(axs, pols):
+        for task, c in curves[curves.policy == pol].groupby("task", sort=False):
+            ax.step(np.r_[0, c.look], np.r_[0, c.recall], where="post", label=task)
+        ax.axhline(recall, color="k", ls=":", lw=1)
+        ax.set(title=pol, xlabel="fraction looked at", ylabel="recall kept", xlim=(0, 1), ylim=(0, 1.02))
+        ax.title.set_fontsize(9); ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig

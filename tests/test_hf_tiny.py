@@ -202,3 +202,38 @@ def test_policy_and_agent_stay_torch_free():
     code = "import sys, speco3.policy, speco3.agent; print([m for m in ('torch', 'transformers') if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"
+
+
+def test_p_yes_is_the_answer_tokens_two_way_softmax(trained):
+    """p(YES) of the overfit model's answer: in [0, 1]; equal (to 1e-4) to softmax over the YES/NO first tokens of the
+    logits `generate` itself returned at the answer position (recomputed here without `_p_yes`); and, decoding being
+    greedy, the answer token is the arg-max, so a YES answer has p(YES) >= 0.5. The agent copies it into the record."""
+    model, processor = trained
+    policy = HFPolicy(model, processor, max_new_tokens=64)
+    t = inspect(spectrum(7, 0.05), policy, task="cv", style="fast", guidelines=False)
+    assert t.prediction == "YES" and t.p_yes is not None and 0.5 <= t.p_yes <= 1
+    # the final message again, with generate's logits kept: the same prompt the agent built for the second turn
+    eps = []
+    class Keep(HFPolicy):
+        def act(self, episodes): eps.extend(episodes); return super().act(episodes)
+    inspect(spectrum(7, 0.05), Keep(model, processor, max_new_tokens=64), task="cv", style="fast", guidelines=False)
+    ep = eps[-1]
+    assert ep.messages[-1] == {"role": "assistant", "content": ANSWER}    # the agent appended the answer: ask without it
+    enc = policy._encode(Episode(ep.sample_id, ep.task, ep.messages[:-1], ep.spectrum))
+    batch = {k: v for k, v in enc.items()}
+    with torch.inference_mode():
+        out = model.generate(**batch, generation_config=policy._generation_config(enc["input_ids"].shape[1]),
+                             output_logits=True, return_dict_in_generate=True)
+    new = out.sequences[0, enc["input_ids"].shape[1]:]
+    tok = processor.tokenizer
+    text = policy._decode(new)
+    assert text == ANSWER
+    k, yes, no = policy._answer_position(new, text)
+    assert tok.decode(new[:k].tolist()).endswith("\\boxed") or tok.decode(new[:k].tolist()).endswith("\\boxed{")
+    assert int(new[k]) == yes and tok.decode([yes]).endswith("YES") and tok.decode([no]).endswith("NO")
+    logits = out.logits[k][0].float()
+    assert int(logits.argmax()) == yes                                    # greedy: the answer token is the arg-max
+    two = torch.softmax(torch.stack([logits[yes], logits[no]]), 0)
+    assert abs(float(two[0]) - ep.meta["p_yes"]) < 1e-4 and abs(ep.meta["p_yes"] - t.p_yes) < 1e-6
+    assert policy._p_yes(enc, new, text) == ep.meta["p_yes"]
+    assert policy._answer_position(new, "<think>x</think>\n<answer>maybe</answer>") is None   # no boxed answer: none

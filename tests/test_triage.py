@@ -84,7 +84,7 @@ def test_bad_triage_requests_get_one_line_errors(tmp_path, capsys):
     assert "no column(s) truth" in err_of(capsys, "--recall", "0.9", "--calibrate", unl, tmp_path=tmp_path)
     assert "carries no truth (unlabelled)" in err_of(capsys, "--recall", "0.9", "--calibrate", TABLE, tmp_path=tmp_path)
     assert "--recall and --calibrate go together" in err_of(capsys, "--recall", "0.9", tmp_path=tmp_path)
-    assert "gives no score yet" in err_of(capsys, "--rank", "--policy", "openai:x", tmp_path=tmp_path)
+    assert "policy openai:x gives none" in err_of(capsys, "--rank", "--policy", "openai:x", tmp_path=tmp_path)
     assert positives_needed(0.95) == 19
 
 
@@ -92,3 +92,78 @@ def test_real_dev_cannot_guarantee_95_percent_cv_recall(tmp_path, capsys):
     "The real collection's dev half holds 16 novae: recall 0.95 needs 19 calibration positives, so it is refused."
     assert "recall 0.95 cannot be guaranteed with 16 positives (at most 0.941; 19 needed)" in err_of(
         capsys, "--recall", "0.95", "--calibrate", "real:dev", tmp_path=tmp_path)
+
+
+# --- a policy that gives p(YES): the contract, and triage on its own scores ------------------------------------------
+
+from speco3.agent import Sample, run as vet_run, read_trajectories
+from speco3.metrics import write_predictions, read_predictions
+from speco3.policy import Policy
+from speco3.spectrum import Spectrum, lamost_wavelength
+from speco3.triage import rank_run, check_request, labelled_scores
+
+
+class Scored(Policy):
+    "Answers at once: YES when the spectrum's meta p >= 0.5, and gives that p as its p(YES) (or none: `give=False`)."
+    gives_p_yes = True
+    def __init__(self, name="scored", give=True): self.name, self.give = name, give
+    def describe(self): return dict(name=self.name)
+    def act(self, episodes):
+        for ep in episodes:
+            if self.give: ep.meta["p_yes"] = ep.spectrum.meta["p"]
+        return [f"<think>p is {ep.spectrum.meta['p']:.2f}.</think>\n<answer>\\boxed{{{'YES' if ep.spectrum.meta['p'] >= 0.5 else 'NO'}}}"
+                "</answer>" for ep in episodes]
+
+
+def samples(ps, truths=None, tag="s"):
+    w = lamost_wavelength()
+    return [Sample(f"{tag}{i}", "cv", Spectrum(w, np.ones_like(w), meta={"id": f"{tag}{i}", "p": float(p)}),
+                   None if truths is None else truths[i]) for i, p in enumerate(ps)]
+
+
+def vetted(items, policy, out):
+    vet_run(items, policy, out, progress=False, zoom=False)
+    write_predictions(out / "predictions.csv", read_trajectories(out))
+    return out
+
+
+def test_p_yes_reaches_the_record_and_predictions_and_old_logs_read(tmp_path):
+    out = vetted(samples([0.2, 0.9]), Scored(), tmp_path / "run")
+    assert [r["p_yes"] for r in read_trajectories(out)] == [0.2, 0.9]
+    assert [r["p_yes"] for r in read_predictions(out / "predictions.csv")] == [0.2, 0.9]
+    none = vetted(samples([0.2, 0.9]), Scored(give=False), tmp_path / "none")
+    assert pd.read_csv(none / "predictions.csv").p_yes.isna().all()          # a policy that gives none: empty column
+    # an old log (written before p_yes): records read with None, and a resumed run adds scored records beside them
+    log = out / "trajectories.jsonl"
+    log.write_text("".join(json.dumps({k: v for k, v in json.loads(l).items() if k != "p_yes"}) + "\n"
+                           for l in log.read_text().splitlines()))
+    s = vet_run(samples([0.2, 0.9, 0.7]), Scored(), out, progress=False, zoom=False)
+    assert (s["n_resumed"], s["n_run"]) == (2, 1)
+    write_predictions(out / "predictions.csv", read_trajectories(out))
+    assert [r.get("p_yes") for r in read_predictions(out / "predictions.csv")] == [None, None, 0.7]
+    assert pd.read_csv(out / "predictions.csv").p_yes.isna().tolist() == [True, True, False]
+
+
+def test_triage_of_a_scored_policy_calibrates_on_its_own_run(tmp_path):
+    rng = np.random.default_rng(0)
+    pos, neg = rng.uniform(0.3, 1, 30), rng.uniform(0, 0.6, 30)
+    cal = vetted(samples(np.r_[pos, neg], ["YES"] * 30 + ["NO"] * 30, "c"), Scored(), tmp_path / "cal")
+    test_items = samples(rng.uniform(0, 1, 25), tag="t")
+    run_dir = vetted(test_items, Scored(), tmp_path / "run")
+    tri = rank_run(run_dir, test_items, "cv", 0.9, cal)["cv"]
+    assert tri["threshold"] == recall_threshold(pos, 0.9) and tri["by"] == "p(YES)"
+    ranked = pd.read_csv(run_dir / "ranked.csv")
+    assert ranked.score.is_monotonic_decreasing and (ranked.score == ranked.p_yes).all()
+    assert tri["n_look"] == int((ranked.score >= tri["threshold"]).sum()) == int(ranked.look.sum())
+    test_eq = lambda a, b: (a == b) or pytest.fail(f"{a} != {b}")
+    test_eq(labelled_scores(cal, "cv", dict(name="scored")).score.tolist(), list(np.r_[pos, neg]))
+    with pytest.raises(ValueError, match=r"^--calibrate real:dev: policy scored is calibrated on its own p\(YES\)"):
+        rank_run(run_dir, test_items, "cv", 0.9, "real:dev")
+    other = vetted(samples(np.r_[pos, neg], ["YES"] * 30 + ["NO"] * 30, "c"), Scored("other"), tmp_path / "other")
+    with pytest.raises(ValueError, match="its scores come from policy other"):
+        rank_run(run_dir, test_items, "cv", 0.9, other)
+    with pytest.raises(ValueError, match="calibrated on its own p"):
+        check_request(Scored(), recall=0.9, calibrate=str(tmp_path / "nowhere.parquet"))
+    none = vetted(test_items, Scored("quiet", give=False), tmp_path / "none")
+    with pytest.raises(ValueError, match="policy quiet gave no p\\(YES\\)"):
+        rank_run(none, test_items, "cv")
