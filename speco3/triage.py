@@ -17,7 +17,7 @@ from .tasks import PAPER_TASKS
 __all__ = ['expert_score', 'p_yes', 'fit_platt', 'reliability', 'positives_needed', 'recall_threshold', 'guarantee',
            'screening_curve', 'real_scores', 'sample_scores', 'labelled_scores', 'run_policy', 'is_expert',
            'same_policy', 'triage_table', 'rank_run', 'gives_p_yes', 'check_request', 'triage_lines', 'calibration',
-           'screening', 'reliability_figure', 'screening_figure']
+           'screening', 'reliability_figure', 'screening_figure', 'look_to_keep']
 
 # %% ../nbs/11f_triage.ipynb #a3a83beb
 from .expert import CAP, decision_margin, rule_score   # defined with the expert, which gives p(YES) = σ(rule score)
@@ -377,3 +377,33 @@ def screening_figure(curves:pd.DataFrame, # `screening`'s frame
         ax.title.set_fontsize(9); ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
+
+# %% ../nbs/11f_triage.ipynb #6397a7b1
+def _ranked(g):
+    "p(YES) with the unscored at +inf (a person looks at them)."
+    return g.p_yes.astype(float).fillna(np.inf).to_numpy(), g.truth.to_numpy(bool)
+
+def look_to_keep(cal, # calibration rows: policy, task, p_yes, truth (e.g. the real development half)
+                 test, # rows to triage: the same columns (e.g. the real test half)
+                 recall:float=0.95): # the recall to keep
+    "Per (policy, task) of `test` with a positive: spectra to look at to keep `recall`, ex post and with a conformal threshold from `cal`."
+    rows, need = [], positives_needed(recall)
+    for (pol, task), g in test.groupby(["policy", "task"], sort=False):
+        s, y = _ranked(g)
+        if not y.any(): continue
+        order = np.sort(s[y])[::-1]
+        t_post = order[int(np.ceil(recall * y.sum())) - 1]          # the score of the last target a person must reach
+        r = dict(policy=pol, task=task, n=len(s), targets=int(y.sum()), recall_asked=recall,
+                 look_ex_post=int((s >= t_post).sum()), calibration="", cal_pos=0, threshold=np.nan,
+                 look_conformal=np.nan, recall_conformal=np.nan, note="")
+        c = cal[cal.policy == pol]
+        for scope, cc in (("task", c[c.task == task]), ("pooled over tasks", c)):
+            cs, cy = _ranked(cc)
+            if cy.sum() >= need:
+                thr = recall_threshold(cs[cy], recall, f"{pol} {scope}")
+                r.update(calibration=scope, cal_pos=int(cy.sum()), threshold=thr, look_conformal=int((s >= thr).sum()),
+                         recall_conformal=float((s[y] >= thr).mean()))
+                break
+        else: r["note"] = f"{int(cy.sum())} calibration positives; {need} needed for {recall}"
+        rows.append(r)
+    return pd.DataFrame(rows)
