@@ -20,10 +20,11 @@ from .prompts import system_text, user_prompt
 
 # %% auto #0
 __all__ = ['SIZES', 'SIZE_DOCS', 'SURVEY_MIX', 'CONFUSER_SHARE', 'OOD_CONFUSERS', 'REAL_CONTAMINANTS', 'WEAK_BINS', 'THRESHOLD',
-           'LOW_SNR', 'LABELS', 'PUBLISHED_COLUMNS', 'PUBLISHED_TASKS', 'resolve_sizes', 'split_counts', 'archive_mix',
-           'object_id', 'sample', 'WeakClassifier', 'weak_classifier', 'Rejection', 'rejection_sample',
+           'LOW_SNR', 'LABELS', 'NOVA_TASKS', 'PUBLISHED_COLUMNS', 'PUBLISHED_TASKS', 'resolve_sizes', 'split_counts',
+           'archive_mix', 'object_id', 'sample', 'WeakClassifier', 'weak_classifier', 'Rejection', 'rejection_sample',
            'intrinsic_params', 'reobserve', 'sim_name', 'messages', 'overview', 'specvi_row', 'file_stem', 'set_info',
-           'write_set', 'dataset_card', 'build', 'load', 'benchmark_files', 'check_benchmark', 'export_published']
+           'write_set', 'train_positives', 'dataset_card', 'build', 'load', 'benchmark_files', 'check_benchmark',
+           'export_published']
 
 # %% ../nbs/06a_bench.ipynb #f2e36bb5
 SIZES = BENCHMARK  # profile -> sizes (`speco3.profiles.BENCHMARK`: plain data, read without this chapter)
@@ -32,7 +33,8 @@ SIZE_DOCS = {"train": "rows per task in train_<task> (balanced)", "test": "rows 
              "cross_task": "rows in each of test_ostar / test_bstar / test_astar", "qso": "rows in test_qso",
              "cv_lowsnr": "rows in test_cv_lowsnr (SNR < 5)", "ratio": "negatives per positive in test sets",
              "weak_train": "positives (and as many archive spectra) that train each weak classifier",
-             "archive_chunk": "largest archive round scored at once", "archive_max": "most archive spectra scored per set"}
+             "archive_chunk": "largest archive round scored at once", "archive_max": "most archive spectra scored per set",
+             "train_nova_share": "share of the cv train positives that are classical novae (train only; `train_positives`)"}
 
 # %% ../nbs/06a_bench.ipynb #d18625fc
 def _count(v, name, lo=0):
@@ -71,6 +73,10 @@ def resolve_sizes(profile:str="cpu", # smoke, cpu, gpu or paper
     out["weak_train"] = _count(s["weak_train"], "weak_train", 10)
     out["archive_chunk"] = _count(s["archive_chunk"], "archive_chunk", 50)
     out["archive_max"] = _count(s["archive_max"], "archive_max", 1)
+    share = s.get("train_nova_share", 0.0)
+    if isinstance(share, bool) or not isinstance(share, (int, float, np.integer, np.floating)) or not 0 <= share < 1:
+        raise ValueError(f"sizes: train_nova_share must be a number in [0, 1), got {share!r}")
+    out["train_nova_share"] = float(share)
     return out
 
 def split_counts(n:int, # rows in the set
@@ -437,6 +443,19 @@ class _Writer:
         self.times[stem] = round(time.time() - t0, 2)
         return spectra, truth
 
+# %% ../nbs/06a_bench.ipynb #abeec7bc
+NOVA_TASKS = ("cv",)  # tasks whose train positives may include classical novae (`train_nova_share`)
+
+def train_positives(task:str, # a task key
+                    pos:list, # the task's train positives as split from `_Writer.hard_set` (kept in order)
+                    seed:int, # build seed
+                    sz:dict # resolved sizes (`resolve_sizes`); reads train_nova_share
+                   ) -> list:
+    "The train positives of `task`: for cv, the last round(train_nova_share · len(pos)) replaced by classical novae."
+    k = int(round(sz.get("train_nova_share", 0.0) * len(pos))) if task in NOVA_TASKS else 0
+    if k == 0: return pos
+    return pos[:len(pos) - k] + sample({"nova": 1.0}, k, seed, f"{task}/train/nova")
+
 # %% ../nbs/06a_bench.ipynb #ae8bc572
 def _build_into(folder, sz, seed, images, style, bar):
     "Simulate and write every set into `folder`; return the writer's record."
@@ -446,6 +465,7 @@ def _build_into(folder, sz, seed, images, style, bar):
         (tr_p, tr_n), (te_p, te_n) = split_counts(sz["train"][t], 1), split_counts(sz["test"][t], sz["ratio"])
         pos, neg = w.hard_set(t, t, tr_p + te_p, tr_n + te_n, clf, sz)
         (p_train, p_test), (n_train, n_test) = _split_list(pos, tr_p), _split_list(neg, tr_n)
+        p_train = train_positives(t, p_train, seed, sz)
         w.write(file_stem("train", t), t, p_train, n_train, clf, split="train")
         spectra, truth = w.write(file_stem("test", t), t, p_test, n_test, clf)
         if sz["cross_survey"]:

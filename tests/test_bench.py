@@ -209,3 +209,17 @@ def test_load_reads_a_published_style_folder(tmp_path, smoke):
     assert set_info("test_cc")["task"] == "carbon" and s.meta["data_source"] == "carbon"
     with pytest.raises(FileNotFoundError):
         load(tmp_path / "nothing")
+
+
+def test_nova_share_leaves_test_splits_unchanged(tmp_path):
+    "A share of classical novae among the cv train positives changes train_cv only: every test file keeps its bytes."
+    small = {**TINY, "train": 6, "test": 6, "cross_task": 0, "qso": 0}
+    build(tmp_path / "a", profile="smoke", sizes=small, seed=2, progress=False, images=False)
+    build(tmp_path / "b", profile="smoke", sizes={**small, "train_nova_share": 0.4}, seed=2, progress=False, images=False)
+    a, b = digests(tmp_path / "a"), digests(tmp_path / "b")
+    assert {f for f in a if a[f] != b[f]} == {"train_cv.parquet", "stats.json", "README.md"}
+    tr = load(tmp_path / "b" / "train_cv.parquet")["train_cv"]
+    yes = truth(tr)
+    assert int(yes.sum()) == 3 and int((tr.kind[yes] == "nova").sum()) == 1   # round(0.4 * 3) of the 3 positives
+    assert (tr.label[yes] == "CV").all()
+    assert json.loads((tmp_path / "b" / "stats.json").read_text())["sizes"]["train_nova_share"] == 0.4

@@ -19,6 +19,9 @@ Variants (the positives are the build's train positives in every variant; only t
   D  negatives drawn directly from the task's confusers (`kinds_for(task, 'confuser')`): the earlier side experiment
   E  like C, but every train spectrum (positives too) observed by an instrument drawn at random among lamost/sdss/desi
      (`bench.reobserve`): tests whether the single-instrument (LAMOST) rows are what fails to transfer
+  N20, N40  C's negatives; positives with a share 0.2 / 0.4 of classical novae (`bench.train_positives` with
+     train_nova_share, the build's own function: cv only, the last share of the train positives replaced by `nova`;
+     other tasks' positives unchanged)
 
 Data are fixed by --build-seed (0: the cpu build's seed, so variant A is the cpu build's train rows); the trainer's seed
 (weights, validation split, batch order) runs over --seeds.
@@ -28,6 +31,7 @@ Usage (from the repository root, speco3 importable):
     python tools/transfer_rows.py --quick                    # smoke: tiny sizes, 3 epochs, one seed (a few minutes)
     python tools/transfer_rows.py --seeds 0 1 2 3 4          # the real run -> bench/results/transfer_rows/
     python tools/transfer_rows.py --variants A B --tasks wd --max-epochs 30 --out my_run
+    python tools/transfer_rows.py --tasks cv --variants C N20 N40 --seeds 0 1 2 --out bench/results/cv_novae
 """
 from __future__ import annotations
 import argparse, json, platform, subprocess, sys, tempfile, time, os
@@ -38,7 +42,7 @@ import torch
 
 from speco3 import bench
 from speco3.bench import (archive_mix, sample, weak_classifier, split_counts, resolve_sizes, reobserve, specvi_row,
-                          _Writer, _split_list, _seed)
+                          _Writer, _split_list, _seed, train_positives)
 from speco3.baselines import prepare, train_specialist, vet_real, _channels
 from speco3.profiles import BENCHMARK, BASELINES
 from speco3.realmix import load_real, wilson, TARGETS
@@ -48,7 +52,10 @@ VARIANTS = {"A": "build: positives + rejection-sampled hard negatives (bench's o
             "B": "positives + negatives drawn directly from archive_mix(task)",
             "C": "positives + half hard negatives, half direct archive negatives",
             "D": "positives + negatives drawn directly from kinds_for(task, 'confuser')",
-            "E": "as C, each train spectrum re-observed by a random instrument (lamost/sdss/desi)"}
+            "E": "as C, each train spectrum re-observed by a random instrument (lamost/sdss/desi)",
+            "N20": "as C, with 20 % of the cv train positives classical novae (bench.train_positives, train_nova_share 0.2)",
+            "N40": "as C, with 40 % of the cv train positives classical novae (bench.train_positives, train_nova_share 0.4)"}
+NOVA_SHARES = {"N20": 0.2, "N40": 0.4}
 INSTRUMENTS = ("lamost", "sdss", "desi")
 
 
@@ -71,7 +78,8 @@ def build_rows(task, sz, build_seed):
     w = _Writer(Path(tempfile.gettempdir()), build_seed, False, "fast", _NoBar())
     pos, neg = w.hard_set(task, task, tr_p + te_p, tr_n + te_n, clf, sz)
     (p_train, p_test), (n_train, n_test) = _split_list(pos, tr_p), _split_list(neg, tr_n)
-    return dict(p_train=p_train, n_train=n_train, p_test=p_test, n_test=n_test, acceptance=w.acceptance[task])
+    p_raw, p_train = p_train, train_positives(task, p_train, build_seed, sz)  # as the build (its train_nova_share)
+    return dict(p_train=p_train, p_raw=p_raw, n_train=n_train, p_test=p_test, n_test=n_test, acceptance=w.acceptance[task])
 
 
 def variant_sets(task, built, build_seed):
@@ -83,6 +91,8 @@ def variant_sets(task, built, build_seed):
     half = n // 2
     C = H[:half] + direct[:n - half]
     out = {"A": (P, H), "B": (P, direct), "C": (P, C), "D": (P, conf)}
+    for v, share in NOVA_SHARES.items():  # the build's own swap, at this share, of the pre-swap train positives
+        out[v] = (train_positives(task, built["p_raw"], build_seed, {"train_nova_share": share}), C)
     # E: C's spectra, each object re-observed by a random instrument (a fresh instrument chain for every spectrum)
     rng = np.random.default_rng(_seed(build_seed, "transfer_rows", task, "instrument"))
     allx = P + C
@@ -130,6 +140,7 @@ def real_metrics(sp, dev):
     groups = defaultdict(list)
     for r in tgt: groups[by_id[r["sample_id"]].meta.get("survey")].append(r)
     out["target_by_survey"] = {g: rate(yes(rs), len(rs)) for g, rs in sorted(groups.items())}
+    out["targets"] = {r["sample_id"]: dict(yes=r["prediction"] == "YES", confidence=float(r["confidence"])) for r in tgt}
     return out
 
 
@@ -147,7 +158,7 @@ def pct(x): return f"{100 * x:.1f}"
 def write_table(res, args, out):
     L = [f"# Transfer of GaiaNet-like specialists by train-row variant (issue 43, item 1)", "",
          "Train rows: SpecVI-Sim (simulated), LAMOST-like unless variant E; positives are the cpu build's train positives "
-         f"in every variant. Sizes: {res['sizes']['train_rows']} train rows per task (balanced; 20 % held out for early "
+         f"in every variant (variants N: with a share of them swapped for classical novae, train_nova_share). Sizes: {res['sizes']['train_rows']} train rows per task (balanced; 20 % held out for early "
          f"stopping by `train_specialist`). Trainer seeds: {args.seeds}; data fixed by build seed {args.build_seed}.", "",
          "Real = DEV half of the real-spectra collection (never the test half). FP = YES rate on real non-targets; "
          "recall = YES rate on real targets; real AUC = P(a real target scores above a real non-target), threshold-free; brackets: 95 % Wilson interval of the pooled counts over seeds "
@@ -190,6 +201,17 @@ def write_table(res, args, out):
                 xs = [r["real"]["by_survey"][s] for r in runs if s in r["real"]["by_survey"]]
                 cells.append("–" if not xs else f"{pct(np.mean([x['rate'] for x in xs]))} (n={xs[0]['n']})")
             L.append(f"| {t} | {v} | " + " | ".join(cells) + " |")
+    tids = sorted({i for t in res['runs'] for v in args.variants for r in res["runs"][t][v] for i in r["real"].get("targets", {})})
+    if tids:
+        L += ["", "## Each real target (dev half): YES in how many seeds, mean score", "", "| task | variant | " + " | ".join(tids) + " |",
+              "|---|---|" + "---|" * len(tids)]
+        for t in res['runs']:
+            for v in args.variants:
+                runs, cells = res["runs"][t][v], []
+                for i in tids:
+                    xs = [r["real"]["targets"][i] for r in runs if i in r["real"].get("targets", {})]
+                    cells.append("–" if not xs else f"{sum(x['yes'] for x in xs)}/{len(xs)} ({np.mean([x['confidence'] for x in xs]):.2f})")
+                L.append(f"| {t} | {v} | " + " | ".join(cells) + " |")
     L += ["", "## Per seed", "", "| task | variant | seed | real FP | real recall | real AUC | sim direct acc | sim hard bal. acc | epochs (best) |",
           "|---|---|---|---|---|---|---|---|---|"]
     for t in res['runs']:
@@ -199,11 +221,11 @@ def write_table(res, args, out):
                 L.append(f"| {t} | {v} | {r['seed']} | {pct(f['rate'])} ({f['k']}/{f['n']}) | {pct(c['rate'])} ({c['k']}/{c['n']}) | {r['real']['auc']:.3f} | "
                          f"{pct(r['sim_direct']['acc'])} | {pct(r['sim_hard']['bal_acc'])} | {r['info']['epochs']} ({r['info']['best_epoch']}) |")
     L += ["", "## Train negatives per variant (SpecVI-Sim (simulated) kinds, g-band SNR p10/p50/p90)", "",
-          "| task | variant | SNR p10/p50/p90 (pos) | SNR p10/p50/p90 (neg) | negative kinds |", "|---|---|---|---|---|"]
+          "| task | variant | SNR p10/p50/p90 (pos) | SNR p10/p50/p90 (neg) | positive kinds | negative kinds |", "|---|---|---|---|---|---|"]
     for t in res['runs']:
         for v in args.variants:
             d = res["train_sets"][t][v]
-            L.append(f"| {t} | {v} | {d['snr_pos']} | {d['snr_neg']} | {', '.join(f'{k} {n}' for k, n in d['neg_kinds'].items())} |")
+            L.append(f"| {t} | {v} | {d['snr_pos']} | {d['snr_neg']} | {', '.join(f'{k} {n}' for k, n in d.get('pos_kinds', {}).items())} | {', '.join(f'{k} {n}' for k, n in d['neg_kinds'].items())} |")
     L += ["", f"Command: `{res['run']['command']}`; wall time {res['run']['wall_s']:.0f} s on {res['run']['nproc']} cores "
           f"(shared with a CI run, nice 19, torch 1 thread); commit {res['run']['git_commit']}"
           + ("." if res['run']['complete'] else f"; PARTIAL: tasks done {res['run']['tasks_done']}.")]
@@ -253,6 +275,7 @@ def main(argv=None):
             rows, X = rows_of(t, pos, neg)
             res["train_sets"][t][v] = dict(n_pos=len(pos), n_neg=len(neg), snr_pos=snr_q(pos), snr_neg=snr_q(neg), snr_all=snr_q(pos + neg),
                                            neg_kinds=dict(Counter(s.meta["kind"] for s in neg).most_common()),
+                                           pos_kinds=dict(Counter(s.meta["kind"] for s in pos).most_common()),
                                            instruments=dict(Counter(s.meta["survey"] for s in pos + neg)))
             res["runs"][t][v] = []
             for seed in args.seeds:
