@@ -126,7 +126,8 @@ def test_negatives_are_hard(smoke):
         assert set(df.kind[yes]) <= set(kinds_for(info["task"])), stem
         if info["variant"] not in ("sdss", "desi"):
             direct = df.kind.isin(list(REAL_CONTAMINANTS.get(info["task"], {})))  # drawn straight from the real-data contaminants
-            assert (df.weak_score[~yes & ~direct] > THRESHOLD).all(), stem
+            easy = int((df.weak_score[~yes & ~direct] <= THRESHOLD).sum())  # test files: none; train files: only the direct archive draws
+            assert easy <= (stats["train_rows"][info["task"]]["direct_negatives"] if info["split"] == "train" else 0), stem
     for run, a in stats["acceptance"].items():
         assert 0 < a["acceptance"] < 1 and a["accepted"] >= a["used"] and a["acceptance"] == round(a["accepted"] / a["scored"], 5), run
     assert (ds["test_cv_lowsnr"].snr < LOW_SNR).all()
@@ -209,3 +210,22 @@ def test_load_reads_a_published_style_folder(tmp_path, smoke):
     assert set_info("test_cc")["task"] == "carbon" and s.meta["data_source"] == "carbon"
     with pytest.raises(FileNotFoundError):
         load(tmp_path / "nothing")
+
+
+def test_train_recipe_leaves_test_files(tmp_path):
+    "Direct negatives and corruptions change the train files only: the test files are byte-identical without them."
+    from speco3.corrupt import CORRUPTIONS
+    small = {**TINY, "cross_task": 0, "qso": 0}
+    a = build(tmp_path / "a", profile="smoke", sizes=small, seed=3, progress=False, images=False)
+    b = build(tmp_path / "b", profile="smoke", seed=3, progress=False, images=False,
+              sizes={**small, "train_direct": 0.0, "train_corrupt": 1.0, "train_corruptions": list(CORRUPTIONS)})
+    da, db = digests(tmp_path / "a"), digests(tmp_path / "b")
+    tests = [f for f in da if f.startswith("test_")]
+    assert len(tests) == 3 * len(PAPER_TASKS) + 1 and all(da[f] == db[f] for f in tests)
+    assert all(da[f] != db[f] for f in da if f.startswith("train_"))
+    n_neg = split_counts(TINY["train"], 1)[1]
+    for t in PAPER_TASKS:
+        assert a["train_rows"][t]["direct_negatives"] == n_neg // 2 and a["train_rows"][t]["corrupted"] == 0
+        assert b["train_rows"][t]["direct_negatives"] == 0 and b["train_rows"][t]["corrupted"] == TINY["train"]
+    assert "No train spectrum is corrupted" in (tmp_path / "a" / "README.md").read_text()
+    assert "gap" in (tmp_path / "b" / "README.md").read_text()
