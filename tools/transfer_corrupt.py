@@ -78,6 +78,26 @@ def run_variant(task, name, kinds, d, dev, Xh, yh, seeds, fit_kw, build_seed):
     return dict(kinds=list(kinds), corrupted=n_cor, n_train=len(pos) + len(neg), snr_all=snr_q(pos + neg), runs=runs)
 
 
+def part_from_log(path, task):
+    "A part rebuilt from the per-seed lines a singles run printed (rates as printed, counts from the real dev half's sizes)."
+    import re
+    dev = [s for s in load_real() if s.meta["split"] == "dev"]
+    n_t = sum(s.meta["label"] in TARGETS[task] for s in dev)
+    n = dict(fp=len(dev) - n_t, recall=n_t)
+    pat = re.compile(rf"^  {task} (\S+) seed (\d+): real FP ([\d.]+) recall ([\d.]+) AUC ([\d.]+) sim hard bal ([\d.]+) \((\d+) ep, ([\d.]+) s\)")
+    part = dict(task=task, train=None, variants={}, run=dict(command=f"(per-seed lines of {path.name})", wall_s=float("nan")))
+    for line in path.read_text().splitlines():
+        m = pat.match(line)
+        if not m: continue
+        name, seed, fp, rc, auc, bal, ep, _ = m.groups()
+        name = "C" if name == "C" else name.removeprefix("C+")
+        r = dict(seed=int(seed), info=dict(epochs=int(ep), best_epoch="?"), sim_hard=dict(bal_acc=float(bal) / 100), real=dict(auc=float(auc)))
+        for key, v in (("fp", fp), ("recall", rc)):
+            r["real"][key] = dict(rate=float(v) / 100, k=int(round(float(v) / 100 * n[key])), n=n[key])
+        part["variants"].setdefault(name, dict(kinds=[] if name == "C" else [name], runs=[], source="log"))["runs"].append(r)
+    return part
+
+
 def means(v):
     "Mean over seeds of real FP, recall, AUC and sim hard balanced accuracy (FP, recall and bal. acc. in points)."
     R = v["runs"]
@@ -162,6 +182,7 @@ def main(argv=None):
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     ap.add_argument("--build-seed", type=int, default=0)
     ap.add_argument("--out", default="bench/results/transfer_corrupt")
+    ap.add_argument("--from-logs", default=None, help="folder of <task>.log (stdout of a singles run) for tasks without parts/<task>.json")
     ap.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "speco3-transfer-corrupt"), help="cached train/test spectra")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
@@ -185,13 +206,14 @@ def main(argv=None):
             tt = time.time()
             d, Xh, yh = prepared(t)
             print(f"[{t}] data ready in {time.time() - tt:.0f} s; train rows {d['train']}", flush=True)
-            part = dict(task=t, train=d["train"], variants={"C": run_variant(t, "C", [], d, dev, Xh, yh, args.seeds, fit_kw, args.build_seed)})
-            for k in args.corruptions:
-                part["variants"][k] = run_variant(t, f"C+{k}", [k], d, dev, Xh, yh, args.seeds, fit_kw, args.build_seed)
-            part["run"] = meta(args, argv, tt)
-            (out / "parts" / f"{t}.json").write_text(json.dumps(part, indent=1, default=float) + "\n")
+            part = dict(task=t, train=d["train"], variants={})
+            for name, kinds in [("C", [])] + [(k, [k]) for k in args.corruptions]:  # the part is written after each variant
+                part["variants"][name] = run_variant(t, "C" if not kinds else f"C+{name}", kinds, d, dev, Xh, yh, args.seeds, fit_kw, args.build_seed)
+                part["run"] = meta(args, argv, tt)
+                (out / "parts" / f"{t}.json").write_text(json.dumps(part, indent=1, default=float) + "\n")
     if args.phase in ("kept", "all"):
-        parts = {t: json.loads((out / "parts" / f"{t}.json").read_text()) for t in args.tasks}
+        parts = {t: (json.loads((out / "parts" / f"{t}.json").read_text()) if (out / "parts" / f"{t}.json").is_file()
+                     else part_from_log(Path(args.from_logs) / f"{t}.log", t)) for t in args.tasks}
         dec = decide(parts)
         kept = [k for k in CORRUPTIONS if k in dec and dec[k]["keep"]]
         print("decision:", {k: d["why"] for k, d in dec.items()}, flush=True)
