@@ -223,9 +223,11 @@ def test_train_recipe_leaves_test_files(tmp_path):
     tests = [f for f in da if f.startswith("test_")]
     assert len(tests) == 3 * len(PAPER_TASKS) + 1 and all(da[f] == db[f] for f in tests)
     assert all(da[f] != db[f] for f in da if f.startswith("train_"))
-    n_neg = split_counts(TINY["train"], 1)[1]
+    n_neg, sz = split_counts(TINY["train"], 1)[1], resolve_sizes("smoke")  # a: the profile's own train recipe
     for t in PAPER_TASKS:
-        assert a["train_rows"][t]["direct_negatives"] == n_neg // 2 and a["train_rows"][t]["corrupted"] == 0
+        assert a["train_rows"][t]["direct_negatives"] == int(sz["train_direct"] * n_neg)
+        assert a["train_rows"][t]["corrupted"] == (int(sz["train_corrupt"] * TINY["train"]) if sz["train_corruptions"] else 0)
         assert b["train_rows"][t]["direct_negatives"] == 0 and b["train_rows"][t]["corrupted"] == TINY["train"]
-    assert "No train spectrum is corrupted" in (tmp_path / "a" / "README.md").read_text()
-    assert "gap" in (tmp_path / "b" / "README.md").read_text()
+    card_a = (tmp_path / "a" / "README.md").read_text()
+    assert ("carry artefacts" in card_a) == bool(sz["train_corruptions"] and sz["train_corrupt"])
+    assert "carry artefacts" in (tmp_path / "b" / "README.md").read_text() and "sky_telluric" in (tmp_path / "b" / "README.md").read_text()
