@@ -15,6 +15,7 @@ from .tasks import FILE_KEYS, PAPER_TASKS, file_key, task_key, PUBLISHED_TRAIN, 
 from .profiles import check_profile, BENCHMARK
 from .simulate import KINDS, OOD_TASKS, simulate, kinds_for
 from .classify import LogisticRegression, binned_flux
+from .corrupt import CORRUPTIONS, corrupt
 from .render import render, STYLES
 from .prompts import system_text, user_prompt
 
@@ -23,8 +24,8 @@ __all__ = ['SIZES', 'SIZE_DOCS', 'SURVEY_MIX', 'CONFUSER_SHARE', 'OOD_CONFUSERS'
            'LOW_SNR', 'LABELS', 'NOVA_TASKS', 'PUBLISHED_COLUMNS', 'PUBLISHED_TASKS', 'resolve_sizes', 'split_counts',
            'archive_mix', 'object_id', 'sample', 'WeakClassifier', 'weak_classifier', 'Rejection', 'rejection_sample',
            'intrinsic_params', 'reobserve', 'sim_name', 'messages', 'overview', 'specvi_row', 'file_stem', 'set_info',
-           'write_set', 'train_positives', 'dataset_card', 'build', 'load', 'benchmark_files', 'check_benchmark',
-           'export_published']
+           'write_set', 'corrupt_share', 'train_positives', 'dataset_card', 'build', 'load', 'benchmark_files',
+           'check_benchmark', 'export_published']
 
 # %% ../nbs/06a_bench.ipynb #f2e36bb5
 SIZES = BENCHMARK  # profile -> sizes (`speco3.profiles.BENCHMARK`: plain data, read without this chapter)
@@ -34,7 +35,10 @@ SIZE_DOCS = {"train": "rows per task in train_<task> (balanced)", "test": "rows 
              "cv_lowsnr": "rows in test_cv_lowsnr (SNR < 5)", "ratio": "negatives per positive in test sets",
              "weak_train": "positives (and as many archive spectra) that train each weak classifier",
              "archive_chunk": "largest archive round scored at once", "archive_max": "most archive spectra scored per set",
-             "train_nova_share": "share of the cv train positives that are classical novae (train only; `train_positives`)"}
+             "train_nova_share": "share of the cv train positives that are classical novae (train only; `train_positives`)",
+             "train_direct": "share of train negatives drawn directly from archive_mix(task) instead of rejection-sampled (train only)",
+             "train_corrupt": "share of train spectra (positives and negatives) given the train_corruptions (train only)",
+             "train_corruptions": "speco3.corrupt.CORRUPTIONS applied to that share"}
 
 # %% ../nbs/06a_bench.ipynb #d18625fc
 def _count(v, name, lo=0):
@@ -77,6 +81,16 @@ def resolve_sizes(profile:str="cpu", # smoke, cpu, gpu or paper
     if isinstance(share, bool) or not isinstance(share, (int, float, np.integer, np.floating)) or not 0 <= share < 1:
         raise ValueError(f"sizes: train_nova_share must be a number in [0, 1), got {share!r}")
     out["train_nova_share"] = float(share)
+    for k in ("train_direct", "train_corrupt"):
+        v = s[k]
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not 0 <= v <= 1:
+            raise ValueError(f"sizes: {k} is a share, a number in [0, 1], got {v!r}")
+        out[k] = float(v)
+    kinds = s["train_corruptions"]
+    kinds = [kinds] if isinstance(kinds, str) else list(kinds)
+    unknown = [k for k in kinds if k not in CORRUPTIONS]
+    if unknown: raise ValueError(f"sizes: train_corruptions has unknown name(s) {unknown}; choose among {', '.join(CORRUPTIONS)}")
+    out["train_corruptions"] = [k for k in CORRUPTIONS if k in kinds]
     return out
 
 def split_counts(n:int, # rows in the set
@@ -398,12 +412,27 @@ def _set_stats(stem, spectra, positive, task, survey):
             "positives": int(sum(positive)), "negatives": int(len(positive) - sum(positive)),
             "snr_p10_p50_p90": q, "kinds": dict(sorted(Counter(s.meta["kind"] for s in spectra).items()))}
 
+# %% ../nbs/06a_bench.ipynb #dcc3ca71
+def corrupt_share(spectra:list, # SpecVI-Sim spectra (each with meta object_id)
+                  kinds:list, # names of speco3.corrupt.CORRUPTIONS
+                  share:float, # share of `spectra` to corrupt, chosen at random
+                  seed:int=0, # build seed
+                  tag:str="corrupt" # name of this draw (which spectra, and each one's corruption)
+                 ) -> tuple[list, list]:
+    "(spectra with `share` of them corrupted by `kinds`, the indices corrupted); each draw seeded by the build seed, tag and object id."
+    if not kinds or share <= 0 or not spectra: return list(spectra), []
+    idx = sorted(np.random.default_rng(_seed(seed, tag, "corrupt")).choice(len(spectra), int(share * len(spectra)), replace=False).tolist())
+    out = list(spectra)
+    for i in idx: out[i] = corrupt(out[i], kinds, np.random.default_rng(_seed(seed, tag, "corrupt", object_id(out[i]))))
+    return out, idx
+
 # %% ../nbs/06a_bench.ipynb #1de6a744
 class _Writer:
     "Writes the sets of one build and records what it wrote."
     def __init__(self, folder, seed, images, style, bar):
         self.folder, self.seed, self.images, self.style, self.bar = folder, seed, images, style, bar
         self.files, self.acceptance, self.times, self.ids = {}, {}, {}, {"train": set(), "test": set()}
+        self.train = {}  # task -> how its train rows were made (direct negatives, corrupted spectra)
 
     def hard_set(self, task, tag, n_pos, n_neg, clf, sz, snr_range=None, max_snr=None):
         "Fresh positives and rejection-sampled negatives of one task (each list in random order)."
@@ -428,6 +457,20 @@ class _Writer:
                                 "used": rec.used, "rounds": rec.rounds, "weak_train": clf.n_train, "kinds": rec.kinds,
                                 "contaminants": dict(sorted(Counter(s.meta["kind"] for s in direct).items()))}
         return pos, neg
+
+    def train_rows(self, task, pos, neg, sz):
+        "The train split's rows from the hard set's: `train_direct` of the negatives drawn directly from the archive mix, then `train_corrupt` of all corrupted."
+        k = int(sz["train_direct"] * len(neg))  # e.g. 0.5: len(neg) // 2
+        direct = sample(archive_mix(task), k, self.seed, f"{task}/train/direct") if k else []
+        if k:  # the direct ones shuffled in with the kept hard ones
+            neg = neg[:len(neg) - k] + direct
+            neg = [neg[i] for i in np.random.default_rng(_seed(self.seed, task, "train", "direct", "order")).permutation(len(neg))]
+        both, idx = corrupt_share(pos + neg, sz["train_corruptions"], sz["train_corrupt"], self.seed, f"{task}/train")
+        self.train[task] = {"hard_negatives": len(neg) - k, "direct_negatives": k,
+                            "direct_kinds": dict(sorted(Counter(s.meta["kind"] for s in direct).items())),
+                            "corrupted": len(idx), "corrupted_positives": int(sum(i < len(pos) for i in idx)),
+                            "corruptions": list(sz["train_corruptions"]) if idx else []}
+        return both[:len(pos)], both[len(pos):]
 
     def write(self, stem, task, pos, neg, clf, split="test"):
         "Shuffle positives and negatives together and write the file."
@@ -466,6 +509,7 @@ def _build_into(folder, sz, seed, images, style, bar):
         pos, neg = w.hard_set(t, t, tr_p + te_p, tr_n + te_n, clf, sz)
         (p_train, p_test), (n_train, n_test) = _split_list(pos, tr_p), _split_list(neg, tr_n)
         p_train = train_positives(t, p_train, seed, sz)
+        p_train, n_train = w.train_rows(t, p_train, n_train, sz)  # the test rows above are what they were
         w.write(file_stem("train", t), t, p_train, n_train, clf, split="train")
         spectra, truth = w.write(file_stem("test", t), t, p_test, n_test, clf)
         if sz["cross_survey"]:
@@ -498,6 +542,13 @@ def _table(head, rows):
     return markdown_table(head, rows, compact=True)
 
 # %% ../nbs/06a_bench.ipynb #e27155c6
+def _corrupt_line(sz):
+    "The card's sentence on corrupted train spectra."
+    if not sz.get("train_corruptions") or not sz.get("train_corrupt"): return "No train spectrum is corrupted."
+    return (f"{sz['train_corrupt']:.0%} of the train spectra (positives and negatives, chosen at random) carry artefacts of real "
+            f"spectra that the simulator underplays ({', '.join(sz['train_corruptions'])}: `speco3.corrupt`; measured in "
+            f"bench/results/transfer_corrupt/).")
+
 def _card_head(stats:dict) -> str:
     "The opening of the dataset card (what the data is, how to rebuild it) and its Construction section."
     sz = stats["sizes"]
@@ -527,6 +578,9 @@ rebuilds every file here byte for byte with the same simulator code, except `bui
 - **Real-data contaminants**: a share of the negatives of some tasks comes straight from the kinds that fooled the
   rules on real spectra, whatever the pre-screen says ({", ".join(f"{t}: " + ", ".join(f"{k} {v:.0%}" for k, v in m.items()) for t, m in REAL_CONTAMINANTS.items())});
   their `weak_score` is usually below the threshold.
+- **Train rows**: {sz['train_direct']:.0%} of each train file's negatives are drawn directly from the task's archive mix
+  (no pre-screen) and the rest are the hard negatives above: with hard negatives only, specialists trained here said YES
+  to most *real* non-targets (bench/results/transfer_rows/ in the speco3 repository). {_corrupt_line(sz)} Test files never get either.
 - **Splits**: train balanced, test {sz['ratio']:g} negatives per positive. Object-level: every simulated object has an
   `object_id` and no object is in both train and test; the cross-survey sets re-observe *test* objects only
   (same intrinsic parameters, fresh SDSS/DESI instrument chain).
@@ -565,7 +619,7 @@ Read with `speco3.bench.load(folder)` (one DataFrame per file) and `speco3.io.re
 
 ## Sizes
 
-{_table(["key", "value", "meaning"], [(k, json.dumps(v) if isinstance(v, dict) else v, SIZE_DOCS[k]) for k, v in sz.items()])}
+{_table(["key", "value", "meaning"], [(k, json.dumps(v) if isinstance(v, (dict, list)) else v, SIZE_DOCS[k]) for k, v in sz.items()])}
 """
 
 # %% ../nbs/06a_bench.ipynb #3dc36d34
@@ -644,7 +698,7 @@ def build(out, # output folder (created; must not exist unless overwrite)
         stats = {"format": "SpecVI-Sim", "profile": profile, "seed": int(seed), "images": images, "style": STYLES[style],
                  "speco3_version": _version(), "simulator_sha256": _simulator_hash(), "sizes": sz, "weak_bins": WEAK_BINS,
                  "threshold": THRESHOLD, "confuser_share": CONFUSER_SHARE, "low_snr": LOW_SNR,
-                 "acceptance": w.acceptance, "files": w.files}
+                 "acceptance": w.acceptance, "train_rows": w.train, "files": w.files}
         (tmp / "stats.json").write_text(json.dumps(stats, indent=1) + "\n")
         (tmp / "README.md").write_text(dataset_card(stats))
         (tmp / "build.json").write_text(json.dumps(_build_record(w, started, profile, seed), indent=1) + "\n")

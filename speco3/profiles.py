@@ -15,9 +15,9 @@ ABOUT = {  # profile -> where it runs and what it is for (design notes §4)
     "paper": "8×H100-class or a verl cluster: Qwen2.5-VL-3B/7B at the paper's settings"}
 
 # %% auto #0
-__all__ = ['PROFILES', 'ABOUT', 'BENCHMARK', 'SIM_PER_CLASS', 'BASELINES', 'COLD_START', 'PERCEPTION', 'SFT', 'GRPO',
-           'EVALUATION', 'VERL', 'STAGES', 'CORES_ENV', 'check_profile', 'SFTProfile', 'GRPOProfile', 'VerlProfile',
-           'stage_settings', 'setting', 'table']
+__all__ = ['PROFILES', 'ABOUT', 'TRAIN_ROWS', 'BENCHMARK', 'SIM_PER_CLASS', 'BASELINES', 'COLD_START', 'PERCEPTION', 'SFT',
+           'GRPO', 'EVALUATION', 'VERL', 'STAGES', 'CORES_ENV', 'check_profile', 'SFTProfile', 'GRPOProfile',
+           'VerlProfile', 'stage_settings', 'setting', 'table']
 
 # %% ../nbs/00b_profiles.ipynb #92453b4e
 def check_profile(profile:str, # the profile asked for
@@ -32,13 +32,20 @@ def check_profile(profile:str, # the profile asked for
     raise ValueError(f"unknown profile {profile!r}; choose one of {', '.join(have)}")
 
 # %% ../nbs/00b_profiles.ipynb #58307ed6
+TRAIN_ROWS = dict(  # how the train files' rows are made (test files never change with these; speco3.bench)
+    train_direct=0.5,    # share of train negatives drawn directly from the task's archive mix, not rejection-sampled:
+                         # hard negatives alone made the specialists say YES to 61-78 % of real non-targets,
+                         # half and half to 23/5/5 % (wd/gm/cv; bench/results/transfer_rows/)
+    train_corrupt=0.5,   # share of train spectra given the corruptions below (speco3.corrupt)
+    train_corruptions=['tilt', 'splice', 'gap', 'sky_telluric', 'broaden'])  # names in speco3.corrupt.CORRUPTIONS: the ones that helped on the real dev half
+                                 # (bench/results/transfer_corrupt/: the keep rule and the measured table)
 BENCHMARK = {  # profile -> sizes; train/test: rows per task (an int, or {task: rows}); the other sets: rows per file
     "smoke": dict(train=8, test=11, cross_survey=11, cross_task=11, qso=11, cv_lowsnr=11, ratio=10,
-                  weak_train=30, archive_chunk=300, archive_max=50_000, train_nova_share=0.0),
+                  weak_train=30, archive_chunk=300, archive_max=50_000, **TRAIN_ROWS, train_nova_share=0.0),
     "cpu": dict(train=100, test=220, cross_survey=55, cross_task=110, qso=110, cv_lowsnr=110, ratio=10,
-                weak_train=200, archive_chunk=2000, archive_max=400_000, train_nova_share=0.2),
+                weak_train=200, archive_chunk=2000, archive_max=400_000, **TRAIN_ROWS, train_nova_share=0.2),
     "gpu": dict(train=PUBLISHED_TRAIN, test=PUBLISHED_TEST, cross_survey=550, cross_task=1100, qso=1100, cv_lowsnr=1100,
-                ratio=10, weak_train=500, archive_chunk=5000, archive_max=4_000_000, train_nova_share=0.2)}
+                ratio=10, weak_train=500, archive_chunk=5000, archive_max=4_000_000, **TRAIN_ROWS, train_nova_share=0.2)}
 # train_nova_share: share of the cv TRAIN positives swapped for classical novae (speco3.bench.train_positives; every test
 # split unchanged). 0.2: real dev-half novae recall 92 % vs 31 % without (bench/results/cv_novae); smoke keeps 0 (CI files as before)
 BENCHMARK["paper"] = BENCHMARK["gpu"]

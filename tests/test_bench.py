@@ -126,7 +126,9 @@ def test_negatives_are_hard(smoke):
         assert set(df.kind[yes]) <= set(kinds_for(info["task"])), stem
         if info["variant"] not in ("sdss", "desi"):
             direct = df.kind.isin(list(REAL_CONTAMINANTS.get(info["task"], {})))  # drawn straight from the real-data contaminants
-            assert (df.weak_score[~yes & ~direct] > THRESHOLD).all(), stem
+            easy = int((df.weak_score[~yes & ~direct] <= THRESHOLD).sum())  # test files: none; train files: only the direct archive draws
+            tr = stats["train_rows"].get(info["task"], {})  # (corrupted ones are scored after the corruption)
+            assert easy <= (tr["direct_negatives"] + tr["corrupted"] - tr["corrupted_positives"] if info["split"] == "train" else 0), stem
     for run, a in stats["acceptance"].items():
         assert 0 < a["acceptance"] < 1 and a["accepted"] >= a["used"] and a["acceptance"] == round(a["accepted"] / a["scored"], 5), run
     assert (ds["test_cv_lowsnr"].snr < LOW_SNR).all()
@@ -223,3 +225,24 @@ def test_nova_share_leaves_test_splits_unchanged(tmp_path):
     assert int(yes.sum()) == 3 and int((tr.kind[yes] == "nova").sum()) == 1   # round(0.4 * 3) of the 3 positives
     assert (tr.label[yes] == "CV").all()
     assert json.loads((tmp_path / "b" / "stats.json").read_text())["sizes"]["train_nova_share"] == 0.4
+
+
+def test_train_recipe_leaves_test_files(tmp_path):
+    "Direct negatives and corruptions change the train files only: the test files are byte-identical without them."
+    from speco3.corrupt import CORRUPTIONS
+    small = {**TINY, "cross_task": 0, "qso": 0}
+    a = build(tmp_path / "a", profile="smoke", sizes=small, seed=3, progress=False, images=False)
+    b = build(tmp_path / "b", profile="smoke", seed=3, progress=False, images=False,
+              sizes={**small, "train_direct": 0.0, "train_corrupt": 1.0, "train_corruptions": list(CORRUPTIONS)})
+    da, db = digests(tmp_path / "a"), digests(tmp_path / "b")
+    tests = [f for f in da if f.startswith("test_")]
+    assert len(tests) == 3 * len(PAPER_TASKS) + 1 and all(da[f] == db[f] for f in tests)
+    assert all(da[f] != db[f] for f in da if f.startswith("train_"))
+    n_neg, sz = split_counts(TINY["train"], 1)[1], resolve_sizes("smoke")  # a: the profile's own train recipe
+    for t in PAPER_TASKS:
+        assert a["train_rows"][t]["direct_negatives"] == int(sz["train_direct"] * n_neg)
+        assert a["train_rows"][t]["corrupted"] == (int(sz["train_corrupt"] * TINY["train"]) if sz["train_corruptions"] else 0)
+        assert b["train_rows"][t]["direct_negatives"] == 0 and b["train_rows"][t]["corrupted"] == TINY["train"]
+    card_a = (tmp_path / "a" / "README.md").read_text()
+    assert ("carry artefacts" in card_a) == bool(sz["train_corruptions"] and sz["train_corrupt"])
+    assert "carry artefacts" in (tmp_path / "b" / "README.md").read_text() and "sky_telluric" in (tmp_path / "b" / "README.md").read_text()
