@@ -1089,17 +1089,17 @@ _O_I_NIR = _vac(7771.94, 8446.36)
 def _r_nova(m, d):
     "A classical nova after maximum: broad Balmer, Fe II (or He/N) emission, O I, and the nebular [O III], [N II] 5755, [O I] later."
     teff = d.loguniform("teff", 6000, 20000)
-    ew, fwhm = d.loguniform("ew_ha", 100, 4000), d.loguniform("fwhm", 700, 6000)
-    dec, feii, neb = d.uniform("ratio_hb", 0.04, 0.25), d.bernoulli("fe_ii_type", 0.7), d.uniform("nebular", 0, 1) ** 2
+    ew, fwhm = d.loguniform("ew_ha", 100, 2000), d.uniform("fwhm", 1000, 4000)
+    dec, feii, neb = d.uniform("ratio_hb", 0.03, 0.2), d.bernoulli("fe_ii_type", 0.7), d.uniform("nebular", 0, 1) ** 2
     cont = m.bb_fn(teff)
     f, hb = cont(m.wr), ew * dec
     for lam, e in ((_HA, ew), (_HB, hb), (_HG, hb * 0.5), (_HD, hb * 0.35)): _emit_ew(m, f, cont, lam, e, fwhm)
     for lam, r in _FE_II: _emit_ew(m, f, cont, lam, hb * r * feii * (1 - neb), fwhm)
     for k, r in ((5876, 0.15), (6678, 0.05), (7065, 0.05), (4471, 0.05), (5016, 0.05)): _emit_ew(m, f, cont, _HE_I[k], hb * r * (2 - feii), fwhm)
     _emit_ew(m, f, cont, _N_III, hb * (0.05 + 0.3 * (1 - feii) + 0.2 * neb), fwhm)
-    _emit_ew(m, f, cont, _HE_II[4686], hb * 1.0 * neb, fwhm)
+    _emit_ew(m, f, cont, _HE_II[4686], hb * 0.3 * neb, fwhm)
     for lam, r in zip(_O_I_NIR, (0.045, 0.075)): _emit_ew(m, f, cont, lam, ew * r, fwhm)
-    for lam, r in ((_O_III[1], 15 * neb), (_O_III[0], 5 * neb), (_NII_5755, 0.4), (_O_I, 0.3), (_O_I_6364, 0.1)): _emit_ew(m, f, cont, lam, hb * r * neb, fwhm)
+    for lam, r in ((_O_III[1], 2.0), (_O_III[0], 0.67), (_NII_5755, 0.4), (_O_I, 0.3), (_O_I_6364, 0.1)): _emit_ew(m, f, cont, lam, hb * r * neb, fwhm)
     m.subclass = ["nova (Fe II)" if x else "nova (He/N)" for x in feii]
     return f
 
@@ -1107,5 +1107,5 @@ _add("late_k", "K star", "K4–K9", lambda m, d: _r_late(m, d, 14, 19, 0.5), Non
      doc="late-K dwarf or giant: red continuum, strong Mg b and Na D, the 4000 Å break; a cool DC/DZ white dwarf's look-alike")
 _add("gk_star", "G/K star", "G5–K3", lambda m, d: _r_late(m, d, 5, 13, 0.4), None, None, ebv=0.1, ebv_max=1.0,
      doc="G5–K3 dwarf or giant: metal-line blends in the He II 4542 window, G band, strong Ca II K (an O-star impostor, bench.OOD_CONFUSERS)")
-_add("nova", "cataclysmic variable", "classical nova", _r_nova, None, {"carbon": 0.1, "ss": 0.1}, ebv=0.8, ebv_max=2.0,
+_add("nova", "cataclysmic variable", "classical nova", _r_nova, None, {"carbon": 0.1, "ss": 0.1}, ebv=0.6, ebv_max=1.5,
      doc="classical nova: very strong broad Balmer, Fe II 5169/5018 or N III 4640 emission beside the C₂ and ZrO heads")
