@@ -392,7 +392,7 @@ def look_to_keep(cal, # calibration rows: policy, task, p_yes, truth (e.g. the r
         s, y = _ranked(g)
         if not y.any(): continue
         order = np.sort(s[y])[::-1]
-        t_post = order[int(np.ceil(recall * y.sum())) - 1]          # the score of the last target a person must reach
+        t_post = order[int(np.ceil(recall * y.sum() - 1e-9)) - 1]          # the score of the last target a person must reach
         r = dict(policy=pol, task=task, n=len(s), targets=int(y.sum()), recall_asked=recall,
                  look_ex_post=int((s >= t_post).sum()), calibration="", cal_pos=0, threshold=np.nan,
                  look_conformal=np.nan, recall_conformal=np.nan, note="")
