@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 LIB = Path(__file__).resolve().parents[1] / "speco3"
-CORE = ["files", "summaries", "tasks", "profiles", "spectrum", "io", "simulate", "classify", "indices", "bench", "render", "tool", "prompts",
+CORE = ["files", "summaries", "tasks", "profiles", "spectrum", "io", "simulate", "corrupt", "classify", "indices", "bench", "render", "tool", "prompts",
         "reward", "metrics", "audit", "judgeable", "triage"]  # design §2 (audit: the judging layer's framework-free part)
 FRAMEWORKS = ["torch", "transformers", "trl", "verl", "peft", "accelerate"]
 
