@@ -13,11 +13,15 @@ ABOUT = {  # profile -> where it runs and what it is for (design notes §4)
     "cpu": "one CPU machine: the whole method at miniature scale (a small Qwen2.5-VL-shaped model, SpecVI-Sim at reduced size)",
     "gpu": "one GPU: Qwen2.5-VL-3B on SpecVI-Sim at full size",
     "paper": "8×H100-class or a verl cluster: Qwen2.5-VL-3B/7B at the paper's settings"}
+CORE_MODULES = ("files", "summaries", "tasks", "profiles", "spectrum", "io", "simulate", "corrupt", "classify", "indices",
+                "bench", "render", "tool", "prompts", "reward", "metrics", "audit", "judgeable", "triage")
+# the core (design notes §2): modules that import no deep-learning framework (torch, transformers, trl, verl, peft,
+# accelerate). tests/test_layers.py checks it, and 15_verl checks that verl's generated modules import nothing else.
 
 # %% auto #0
-__all__ = ['PROFILES', 'ABOUT', 'TRAIN_ROWS', 'BENCHMARK', 'SIM_PER_CLASS', 'BASELINES', 'COLD_START', 'PERCEPTION', 'SFT',
-           'GRPO', 'EVALUATION', 'VERL', 'STAGES', 'CORES_ENV', 'check_profile', 'SFTProfile', 'GRPOProfile',
-           'VerlProfile', 'stage_settings', 'setting', 'table']
+__all__ = ['PROFILES', 'ABOUT', 'CORE_MODULES', 'TRAIN_ROWS', 'BENCHMARK', 'SIM_PER_CLASS', 'BASELINES', 'COLD_START',
+           'PERCEPTION', 'SFT', 'GRPO', 'EVALUATION', 'VERL', 'STAGES', 'CORES_ENV', 'check_profile', 'SFTProfile',
+           'GRPOProfile', 'VerlProfile', 'stage_settings', 'setting', 'table']
 
 # %% ../nbs/00b_profiles.ipynb #92453b4e
 def check_profile(profile:str, # the profile asked for

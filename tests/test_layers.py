@@ -5,8 +5,7 @@ from pathlib import Path
 import pytest
 
 LIB = Path(__file__).resolve().parents[1] / "speco3"
-CORE = ["files", "summaries", "tasks", "profiles", "spectrum", "io", "simulate", "corrupt", "classify", "indices", "bench", "render", "tool", "prompts",
-        "reward", "metrics", "audit", "judgeable", "triage"]  # design §2 (audit: the judging layer's framework-free part)
+from speco3.profiles import CORE_MODULES as CORE  # design §2, one list for the whole project (audit: the judging layer's framework-free part)
 FRAMEWORKS = ["torch", "transformers", "trl", "verl", "peft", "accelerate"]
 
 def chapter(mod):
@@ -34,7 +33,9 @@ def test_imports_only_earlier_chapters(mod):
     assert not later, f"speco3.{mod} ({chapter(mod)}) imports {[f'{m} ({chapter(m)})' for m in later]}, from later chapters"
 
 def test_core_imports_no_framework():
-    mods = [m for m in CORE if (LIB / f"{m}.py").exists()]
+    missing = [m for m in CORE if not (LIB / f"{m}.py").exists()]
+    assert not missing, f"speco3.profiles.CORE_MODULES names modules that do not exist: {missing}"
+    mods = list(CORE)
     code = ("import sys\n" + "".join(f"import speco3.{m}\n" for m in mods) +
             f"bad = [f for f in {FRAMEWORKS!r} if f in sys.modules]\nprint(','.join(bad))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()

@@ -269,8 +269,8 @@ def test_generated_modules_import_only_the_core(run_dir):
             "print(sorted(m for m in sys.modules if m.startswith('speco3.')))\n"
             "print([m for m in ('torch', 'transformers', 'trl', 'peft', 'accelerate') if m in sys.modules])")
     mods, frameworks = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
-    core = {"files", "tasks", "profiles", "spectrum", "io", "simulate", "corrupt", "classify", "indices", "bench", "render", "tool", "prompts", "reward", "verl"}
-    assert set(json.loads(mods.replace("'", '"'))) <= {f"speco3.{m}" for m in core} and frameworks == "[]"
+    from speco3.profiles import CORE_MODULES  # design §2
+    assert set(json.loads(mods.replace("'", '"'))) <= {f"speco3.{m}" for m in {*CORE_MODULES, "verl"}} and frameworks == "[]"
 
 
 # ---------------------------------------------------------------- with verl's real classes (verl environment only)
