@@ -1,6 +1,7 @@
 """The README's Python snippets run as written, from a folder laid out like a clone (its `data/` beside them)."""
 import csv, os, re, subprocess, sys
 from pathlib import Path
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,6 +32,18 @@ def test_an_included_csv_becomes_a_table(tmp_path, monkeypatch):
     got = make_readme.include("before\n<!-- include: t.csv -->\n<!-- include: t.md -->\n<!-- include: gone.csv -->")
     assert got.splitlines()[:5] == ["before", "| claim | diff |", "| --- | --- |", "| a, b | 1.5 |", "| c | -2 |"]
     assert "| x |" in got and "gone.csv has not been generated yet" in got
+
+
+def test_a_value_is_read_from_its_json(tmp_path, monkeypatch):
+    sys.path.insert(0, str(ROOT / "tools"))
+    import make_readme
+    monkeypatch.setattr(make_readme, "root", tmp_path)
+    (tmp_path / "r.json").write_text('{"wall_s": {"04_sft.ipynb": 8060.2}, "f1": [0.3661, 0.4], "git_commit": "9fe57bbbfcb7"}')
+    got = make_readme.values("took {{r.json#wall_s/04_sft.ipynb|hm}} ({{ r.json # wall_s/04_sft.ipynb | int }} s), "
+                             "F1 {{r.json#f1/0|pct1}}, at {{r.json#git_commit|commit}}, {{r.json#f1/1|.2f}}, {{gone.json#a}}")
+    assert got == "took 2 h 14 min (8 060 s), F1 36.6, at 9fe57bb, 0.40, _(gone.json has not been generated yet: run bin/reproduce)_"
+    with pytest.raises(SystemExit, match="no key 'f2'"): make_readme.values("{{r.json#f2}}")
+    assert make_readme.values("{{ not a value }} {x}") == "{{ not a value }} {x}"
 
 
 def _block_with(text: str, needle: str, lang: str = "bash") -> str:

@@ -1,7 +1,10 @@
 """Write README.md from nbs/index.ipynb and the results page docs/results.md from nbs/results.ipynb (markdown cells
 as they are, code cells as fenced Python with their text output). A markdown line `<!-- include: PATH -->` is replaced
 by the file at PATH (relative to the repository root; a .csv file becomes a Markdown table), so tables generated into
-results/ appear in the pages without being typed.
+results/ appear in the pages without being typed. A figure in running text is written `{{PATH#KEY/KEY|FORMAT}}`: the value
+at that key path of the JSON file PATH (a list index is a number), formatted by FORMAT (see `FORMATS`, or any Python
+format spec such as `.1f`); so the numbers a page states are read from the run that made them, and `--check` fails
+when a new run changes one.
 nbdev's own nbdev_readme needs Quarto, which these machines do not have.
 Usage: python tools/make_readme.py [--check]   (--check exits 1 if README.md or docs/results.md is out of date)"""
 import csv, json, re, sys
@@ -24,11 +27,40 @@ def include(text):
         return f"_({m.group(1)} has not been generated yet: run bin/reproduce)_"
     return re.sub(r"^<!-- include: (\S+) -->$", sub, text, flags=re.M)
 
+def _hm(s): return f"{int(s // 3600)} h {round(s % 3600 / 60):02d} min" if s >= 3600 else f"{round(s / 60)} min"
+
+FORMATS = {  # FORMAT names in {{PATH#KEYS|FORMAT}}; anything else is a Python format spec
+    "pct1": lambda v: f"{100 * v:.1f}",               # a fraction as percent, one decimal
+    "pct0": lambda v: f"{100 * v:.0f}",
+    "int": lambda v: f"{v:,.0f}".replace(",", " "),    # 8 060
+    "min": lambda v: f"{round(v / 60)}",               # seconds as whole minutes
+    "hm": _hm,                                         # seconds as "2 h 14 min" (or "53 min")
+    "MB": lambda v: f"{v / 1e6:.0f}",
+    "GB": lambda v: f"{v / 1e9:.1f}",
+    "commit": lambda v: str(v)[:7],
+    "date": lambda v: str(v)[:10]}                     # an ISO time stamp's date
+
+VALUE = re.compile(r"\{\{\s*([^#{}|]+?)\s*#\s*([^{}|]+?)\s*(?:\|\s*([^{}]*?)\s*)?\}\}")
+
+def value(m):
+    "One {{PATH#KEYS|FORMAT}} replaced by its value; a missing file reads as not yet generated, a missing key stops the run."
+    path, keys, fmt = root / m.group(1), m.group(2).split("/"), m.group(3) or ""
+    if not path.exists(): return f"_({m.group(1)} has not been generated yet: run bin/reproduce)_"
+    v = json.loads(path.read_text())
+    for k in keys:
+        try: v = v[int(k)] if isinstance(v, list) else v[k]
+        except (KeyError, IndexError, ValueError, TypeError):
+            sys.exit(f"make_readme: {m.group(0)}: {m.group(1)} has no key {k!r} at {'/'.join(keys[:keys.index(k)]) or 'the top'}")
+    if fmt in FORMATS: return FORMATS[fmt](v)
+    return format(v, fmt) if fmt else str(v)
+
+def values(text): return VALUE.sub(value, text)
+
 def render(nb):
     parts = []
     for cell in nb["cells"]:
         src = "".join(cell["source"]).rstrip()
-        if cell["cell_type"] == "markdown": parts.append(include(src))
+        if cell["cell_type"] == "markdown": parts.append(include(values(src)))
         elif cell["cell_type"] == "code" and src and not src.startswith("#| hide"):
             parts.append(f"```python\n{src}\n```")
             outs = [o for o in cell.get("outputs", []) if o.get("output_type") == "stream"]
