@@ -10,7 +10,7 @@ from pathlib import Path
 from .profiles import PROFILES
 
 # %% auto #0
-__all__ = ['USER_ERRORS', 'make_policy', 'main']
+__all__ = ['USER_ERRORS', 'make_policy', 'model_style', 'main']
 
 # %% ../nbs/91_cli.ipynb #99703149
 def _bench_build(a):
@@ -79,11 +79,25 @@ def _on_cluster(items, policy, a, opts):
     return vet_on_cluster(items, policy, a.out, a.cluster, shard_size=a.shard_size, **opts)
 
 # %% ../nbs/91_cli.ipynb #8d9cb58e
+def model_style(policy:str # a --policy argument
+               ) -> str:
+    "The image style to vet with: the one a model folder's card.json names (the style it was trained on), else the paper's."
+    from speco3.render import STYLES
+    from speco3.tasks import PAPER_STYLE
+    card = Path(policy) / "card.json"
+    if not card.is_file(): return PAPER_STYLE
+    from speco3.models import read_card
+    style = read_card(card.parent).get("details", {}).get("style")
+    if style is not None and style not in STYLES:
+        raise ValueError(f"{card}: names the image style {style!r}, which speco3.render does not have (it has {', '.join(STYLES)})")
+    return style or PAPER_STYLE
+
 def _vet(a):
     from functools import partial
     from speco3.agent import run, sample_id
     items = _vet_items(a)
     kw = _policy_options(a)
+    if a.style is None: a.style = model_style(a.policy)
     if a.rank or a.recall is not None or a.calibrate:
         from speco3.triage import check_request; check_request(a.policy, a.rank, a.recall, a.calibrate)
     policy = make_policy(a.policy, **kw)
@@ -261,7 +275,7 @@ def _add_vet(sub):
     v.add_argument("--restart", action="store_true", help="empty --out and start over (needed to reuse it with other settings)")
     v.add_argument("--target", action="append", metavar="ID",
                    help="vet only this DESI TARGETID or table row id (repeatable); default: every science target")
-    v.add_argument("--style", default=PAPER_STYLE, choices=list(STYLES), help="renderer style of the images")
+    v.add_argument("--style", default=None, choices=list(STYLES), help="renderer style of the images (default: the style a model folder's card.json names, as the shipped miniature was trained on, else the paper's)")
     v.add_argument("--batch-size", type=_at_least(1), default=BATCH_SIZE)
     v.add_argument("--max-tool-calls", type=_at_least(0), default=MAX_TOOL_CALLS)
     v.add_argument("--limit", type=_at_least(1), help="vet only the first N samples"); v.add_argument("--quiet", action="store_true")
