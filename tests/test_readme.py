@@ -44,6 +44,10 @@ def test_a_value_is_read_from_its_json(tmp_path, monkeypatch):
     assert got == "took 2 h 14 min (8 060 s), F1 36.6, at 9fe57bb, 0.40, _(gone.json has not been generated yet: run bin/reproduce)_"
     with pytest.raises(SystemExit, match="no key 'f2'"): make_readme.values("{{r.json#f2}}")
     assert make_readme.values("{{ not a value }} {x}") == "{{ not a value }} {x}"
+    (tmp_path / "t.json").write_text('{"rows": [{"policy": "a b", "task": "cv", "n": 3}, {"policy": "a b", "task": "wd", "n": 5}]}')
+    assert make_readme.values("{{t.json#rows/[policy=a b,task=wd]/n}}") == "5"
+    with pytest.raises(SystemExit, match="2 records match"): make_readme.values("{{t.json#rows/[policy=a b]/n}}")
+    with pytest.raises(SystemExit, match="0 records match"): make_readme.values("{{t.json#rows/[task=gm]/n}}")
 
 
 def _block_with(text: str, needle: str, lang: str = "bash") -> str:

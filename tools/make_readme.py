@@ -2,7 +2,8 @@
 as they are, code cells as fenced Python with their text output). A markdown line `<!-- include: PATH -->` is replaced
 by the file at PATH (relative to the repository root; a .csv file becomes a Markdown table), so tables generated into
 results/ appear in the pages without being typed. A figure in running text is written `{{PATH#KEY/KEY|FORMAT}}`: the value
-at that key path of the JSON file PATH (a list index is a number), formatted by FORMAT (see `FORMATS`, or any Python
+at that key path of the JSON file PATH (a list index is a number; `[field=value,...]` picks the one record of a list
+whose fields match), formatted by FORMAT (see `FORMATS`, or any Python
 format spec such as `.1f`); so the numbers a page states are read from the run that made them, and `--check` fails
 when a new run changes one.
 nbdev's own nbdev_readme needs Quarto, which these machines do not have.
@@ -42,15 +43,23 @@ FORMATS = {  # FORMAT names in {{PATH#KEYS|FORMAT}}; anything else is a Python f
 
 VALUE = re.compile(r"\{\{\s*([^#{}|]+?)\s*#\s*([^{}|]+?)\s*(?:\|\s*([^{}]*?)\s*)?\}\}")
 
+def _pick(rows, key):
+    "The one element of a list of records whose fields match `[field=value,field=value]` (values compared as text)."
+    want = dict(kv.split("=", 1) for kv in key[1:-1].split(","))
+    hits = [r for r in rows if all(str(r.get(f.strip())) == v.strip() for f, v in want.items())]
+    if len(hits) != 1: raise LookupError(f"{len(hits)} records match {key}, not one")
+    return hits[0]
+
 def value(m):
     "One {{PATH#KEYS|FORMAT}} replaced by its value; a missing file reads as not yet generated, a missing key stops the run."
     path, keys, fmt = root / m.group(1), m.group(2).split("/"), m.group(3) or ""
     if not path.exists(): return f"_({m.group(1)} has not been generated yet: run bin/reproduce)_"
     v = json.loads(path.read_text())
-    for k in keys:
-        try: v = v[int(k)] if isinstance(v, list) else v[k]
-        except (KeyError, IndexError, ValueError, TypeError):
-            sys.exit(f"make_readme: {m.group(0)}: {m.group(1)} has no key {k!r} at {'/'.join(keys[:keys.index(k)]) or 'the top'}")
+    for i, k in enumerate(keys):
+        try: v = _pick(v, k) if k.startswith("[") else v[int(k)] if isinstance(v, list) else v[k]
+        except (LookupError, ValueError, TypeError) as e:
+            sys.exit(f"make_readme: {m.group(0)}: {m.group(1)} has no key {k!r} at {'/'.join(keys[:i]) or 'the top'}"
+                     + (f" ({e.args[0]})" if isinstance(e, LookupError) and e.args and isinstance(e.args[0], str) and " " in e.args[0] else ""))
     if fmt in FORMATS: return FORMATS[fmt](v)
     return format(v, fmt) if fmt else str(v)
 
