@@ -35,8 +35,7 @@ def test_imports_only_earlier_chapters(mod):
 def test_core_imports_no_framework():
     missing = [m for m in CORE if not (LIB / f"{m}.py").exists()]
     assert not missing, f"speco3.profiles.CORE_MODULES names modules that do not exist: {missing}"
-    mods = list(CORE)
-    code = ("import sys\n" + "".join(f"import speco3.{m}\n" for m in mods) +
+    code = ("import sys\n" + "".join(f"import speco3.{m}\n" for m in CORE) +
             f"bad = [f for f in {FRAMEWORKS!r} if f in sys.modules]\nprint(','.join(bad))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "", f"importing the core pulled in {out}"

@@ -28,7 +28,9 @@ def include(text):
         return f"_({m.group(1)} has not been generated yet: run bin/reproduce)_"
     return re.sub(r"^<!-- include: (\S+) -->$", sub, text, flags=re.M)
 
-def _hm(s): return f"{int(s // 3600)} h {round(s % 3600 / 60):02d} min" if s >= 3600 else f"{round(s / 60)} min"
+def _hm(s):
+    h, m = divmod(round(s / 60), 60)
+    return f"{h} h {m:02d} min" if h else f"{m} min"
 
 FORMATS = {  # FORMAT names in {{PATH#KEYS|FORMAT}}; anything else is a Python format spec
     "pct1": lambda v: f"{100 * v:.1f}",               # a fraction as percent, one decimal
@@ -58,8 +60,8 @@ def value(m):
     for i, k in enumerate(keys):
         try: v = _pick(v, k) if k.startswith("[") else v[int(k)] if isinstance(v, list) else v[k]
         except (LookupError, ValueError, TypeError) as e:
-            sys.exit(f"make_readme: {m.group(0)}: {m.group(1)} has no key {k!r} at {'/'.join(keys[:i]) or 'the top'}"
-                     + (f" ({e.args[0]})" if isinstance(e, LookupError) and e.args and isinstance(e.args[0], str) and " " in e.args[0] else ""))
+            why = e.args[0] if type(e) is LookupError else "no such key"   # _pick says how many records matched
+            sys.exit(f"make_readme: {m.group(0)}: {m.group(1)} has no key {k!r} at {'/'.join(keys[:i]) or 'the top'} ({why})")
     if fmt in FORMATS: return FORMATS[fmt](v)
     return format(v, fmt) if fmt else str(v)
 
