@@ -20,7 +20,8 @@ except ImportError as e:  # the model side is the `train` extra, not the core
 
 # %% auto #0
 __all__ = ['KEEP_TOKENS', 'CONTEXT_FILE', 'share_cores', 'QwenVLProcessor', 'load_processor', 'renders_tool_images',
-           'load_pretrained', 'load_model', 'model_name', 'save_context', 'saved_context', 'HFPolicy', 'ForceTokens']
+           'load_pretrained', 'load_model', 'model_name', 'save_context', 'saved_context', 'HFPolicy', 'ForceTokens',
+           'AnswerLogits']
 
 # %% ../nbs/08b_hf.ipynb #af25d451
 _cores = {"read": None, "n": None}  # when the file was last read (time.monotonic), and what it said
@@ -334,7 +335,8 @@ def _generate(self, chunk):
     if "pixel_values" in batch: batch["pixel_values"] = batch["pixel_values"].to(self.dtype)
     extra = {} if self.call_end_id is not None else dict(stop_strings=["</tool_call>"], tokenizer=self.tokenizer)
     forced = [self._forced_ids(ep) for _, ep, _ in chunk] if self.force else []
-    if any(forced): extra["logits_processor"] = LogitsProcessorList([ForceTokens(forced, n_prompt)])
+    keep = AnswerLogits(self._answer_ids())   # the YES/NO candidates' raw logits at every step: p(YES) without another pass
+    extra["logits_processor"] = LogitsProcessorList([keep] + ([ForceTokens(forced, n_prompt)] if any(forced) else []))
     devices = [self.device] if self.device.type == "cuda" else []
     t0 = time.perf_counter()
     with torch.random.fork_rng(devices=devices), torch.inference_mode():
@@ -344,7 +346,7 @@ def _generate(self, chunk):
     new = seqs[:, n_prompt:].cpu()
     self.stats["prompt_tokens"] += int(batch["attention_mask"].sum()); self.stats["new_tokens"] += int((new != self.pad_id).sum())
     texts = [self._decode(row) for row in new]
-    for (_, ep, enc), row, text in zip(chunk, new, texts): ep.meta["p_yes"] = self._p_yes(enc, row, text)
+    for r, ((_, ep, enc), row, text) in enumerate(zip(chunk, new, texts)): ep.meta["p_yes"] = self._p_yes(enc, row, text, keep.row(r))
     return texts
 
 def _generate_safe(self, chunk):
@@ -382,11 +384,12 @@ def _answer_position(self, ids, text):
     yes, no = (self.tokenizer.encode(lead + w, add_special_tokens=False)[0] for w in ("YES", "NO"))
     return (lo, yes, no) if yes != no and ids[lo] in (yes, no) else None
 
-def _p_yes(self, enc, ids, text):
+def _p_yes(self, enc, ids, text, kept=None): # kept: `AnswerLogits.row` of this episode's generation, None: compute
     "p(YES) = P(YES token) / (P(YES token) + P(NO token)) where the answer was written; None without a boxed YES/NO."
     if (where := self._answer_position(ids, text)) is None: return None
     k, yes, no = where
-    extra = torch.tensor([ids.tolist()[:k]], dtype=enc["input_ids"].dtype)
+    if kept is not None and (two := kept(k, yes, no)) is not None: return float(torch.sigmoid(two[0] - two[1]))
+    extra = torch.tensor([ids.tolist()[:k]], dtype=enc["input_ids"].dtype)   # not kept: one more forward pass
     batch = {k_: v for k_, v in enc.items() if k_ not in ("input_ids", "attention_mask", "mm_token_type_ids")}
     batch["input_ids"] = torch.cat([enc["input_ids"], extra], 1)
     batch["attention_mask"] = torch.ones_like(batch["input_ids"])
@@ -397,7 +400,22 @@ def _p_yes(self, enc, ids, text):
         logits = self.model(**batch, logits_to_keep=1).logits[0, -1].float()
     return float(torch.sigmoid(logits[yes] - logits[no]))   # the two-way softmax
 
-HFPolicy._answer_position, HFPolicy._p_yes, HFPolicy.gives_p_yes = _answer_position, _p_yes, True
+def _answer_ids(self):
+    "The ids of every token that can write an answer's start: a lead (a piece of `\\boxed{` and spaces) then Y, YE, YES, N or NO (cached)."
+    if getattr(self, "_answer_ids_cache", None) is None:
+        words = self.tokenizer.batch_decode([[i] for i in range(len(self.tokenizer))], skip_special_tokens=False)
+        def starts(s):
+            for w in ("YES", "YE", "Y", "NO", "N"):
+                if s.endswith(w):
+                    lead = s[:-len(w)].rstrip()
+                    return _BOX.endswith(lead) or lead.endswith(_BOX)
+            return False
+        self._answer_ids_cache = [i for i, s in enumerate(words) if starts(s)]
+    return self._answer_ids_cache
+
+HFPolicy._p_yes, HFPolicy._answer_ids = _p_yes, _answer_ids
+
+HFPolicy._answer_position, HFPolicy.gives_p_yes = _answer_position, True
 
 # %% ../nbs/08b_hf.ipynb #c0a88ec3
 class ForceTokens(LogitsProcessor):
@@ -409,6 +427,23 @@ class ForceTokens(LogitsProcessor):
             if k < len(ids):
                 scores[r] = -float("inf"); scores[r, ids[k]] = 0.0
         return scores
+
+class AnswerLogits(LogitsProcessor):
+    "Keeps, at every generated step, the logits of a few token ids (the answer candidates) as `generate` computed them; changes nothing."
+    def __init__(self, ids): # token ids to keep (`HFPolicy._answer_ids`)
+        self.ids, self.steps = list(ids), []
+        self.col = {i: c for c, i in enumerate(self.ids)}
+        self._index = None
+    def __call__(self, input_ids, scores):
+        if self._index is None: self._index = torch.tensor(self.ids, dtype=torch.long, device=scores.device)
+        self.steps.append(scores.index_select(1, self._index).float().cpu())
+        return scores
+    def row(self, r): # the batch row
+        "f(k, yes, no) -> tensor([logit of yes, logit of no]) at step k of row r; None when not kept."
+        def two(k, yes, no):
+            if k >= len(self.steps) or yes not in self.col or no not in self.col: return None
+            return self.steps[k][r, [self.col[yes], self.col[no]]]
+        return two
 
 HFPolicy._generation_config, HFPolicy._decode, HFPolicy._forced_ids = _generation_config, _decode, _forced_ids
 HFPolicy._generate, HFPolicy._generate_safe = _generate, _generate_safe

@@ -206,7 +206,8 @@ def test_policy_and_agent_stay_torch_free():
 
 def test_p_yes_is_the_answer_tokens_two_way_softmax(trained):
     """p(YES) of the overfit model's answer: in [0, 1]; equal (to 1e-4) to softmax over the YES/NO first tokens of the
-    logits `generate` itself returned at the answer position (recomputed here without `_p_yes`); and, decoding being
+    logits `generate` itself returned at the answer position (recomputed here without `_p_yes`) and to the extra forward
+    pass `_p_yes` falls back on when the logits were not kept; and, decoding being
     greedy, the answer token is the arg-max, so a YES answer has p(YES) >= 0.5. The agent copies it into the record."""
     model, processor = trained
     policy = HFPolicy(model, processor, max_new_tokens=64)
@@ -235,5 +236,7 @@ def test_p_yes_is_the_answer_tokens_two_way_softmax(trained):
     assert int(logits.argmax()) == yes                                    # greedy: the answer token is the arg-max
     two = torch.softmax(torch.stack([logits[yes], logits[no]]), 0)
     assert abs(float(two[0]) - ep.meta["p_yes"]) < 1e-4 and abs(ep.meta["p_yes"] - t.p_yes) < 1e-6
-    assert policy._p_yes(enc, new, text) == ep.meta["p_yes"]
+    assert abs(policy._p_yes(enc, new, text) - ep.meta["p_yes"]) < 1e-5    # the extra forward pass (nothing kept) agrees
+    kept = policy._answer_ids()
+    assert yes in kept and no in kept and len(kept) < len(tok)             # the candidates generate kept: a few, not the vocabulary
     assert policy._answer_position(new, "<think>x</think>\n<answer>maybe</answer>") is None   # no boxed answer: none
