@@ -6,12 +6,14 @@
 from __future__ import annotations
 import json, re, shutil
 from pathlib import Path
+from statistics import NormalDist
 import numpy as np
 import torch
 from torch import nn
 from .files import atomic_write
 from .policy import Policy
 from .classify import LogisticRegression
+from .realmix import wilson
 from .baselines import GaiaNet, CarbonNet, SpecFormer, Specialist, BASELINE_NAMES
 
 # %% auto #0
@@ -22,10 +24,11 @@ __all__ = ['SPECIALIST_CONFIG', 'SPECIALIST_FORMAT', 'SPECIALIST_ARCHS', 'CARD_F
 # %% ../nbs/15b_models.ipynb #47fddc36
 def choose_threshold(scores, # P(YES) of each labelled spectrum
                      truth, # its truth: bools, 0/1, or "YES"/"NO"
-                     max_fpr:float=0.05, # the false-positive rate allowed on this set
-                     source:str="" # where the labelled set comes from (recorded with the threshold)
+                     max_fpr:float=0.05, # the false-positive rate allowed
+                     source:str="", # where the labelled set comes from (recorded with the threshold)
+                     confidence:float|None=None # None: the rate on this set <= max_fpr; e.g. 0.95: the rate's one-sided upper Wilson bound at that confidence <= max_fpr
                     ) -> dict:
-    "The lowest P(YES) threshold with false-positive rate <= `max_fpr` on the set: threshold, fpr, recall (None without positives), counts, source."
+    "The lowest P(YES) threshold whose false-positive rate on the set (or its upper bound) is <= `max_fpr`: threshold, fpr, recall (None without positives), counts, source."
     s = np.asarray(scores, float)
     t = np.asarray(truth)
     y = np.array([v in (True, 1, "YES") for v in t.tolist()], bool) if t.dtype != bool else t
@@ -35,9 +38,13 @@ def choose_threshold(scores, # P(YES) of each labelled spectrum
     neg = np.sort(s[~y])[::-1]
     if not len(neg): raise ValueError("choose_threshold: no negatives in the labelled set, so no false-positive rate to bound")
     k = int(np.floor(max_fpr * len(neg) + 1e-9))     # false positives allowed
+    if confidence is not None:                        # fewer: the rate's upper bound, not the rate itself, stays within max_fpr
+        if not 0.5 <= confidence < 1: raise ValueError(f"choose_threshold: confidence must be in [0.5, 1), got {confidence}")
+        z = NormalDist().inv_cdf(confidence)
+        while k > 0 and wilson(k, len(neg), z=z)[1] > max_fpr: k -= 1
     thr = float(np.nextafter(neg[k], np.inf))         # just above the (k+1)-th highest negative
     pos = s[y]
-    return dict(threshold=thr, max_fpr=float(max_fpr), fpr=float(np.mean(neg >= thr)),
+    return dict(threshold=thr, max_fpr=float(max_fpr), confidence=confidence, fpr=float(np.mean(neg >= thr)),
                 recall=float(np.mean(pos >= thr)) if len(pos) else None, n_neg=int(len(neg)), n_pos=int(len(pos)), source=source)
 
 # %% ../nbs/15b_models.ipynb #7db74524
@@ -336,10 +343,15 @@ def ship_miniature(out, # the models folder, e.g. out_dir/models
     return done
 
 # %% ../nbs/15b_models.ipynb #d0d7b9b9
+def _rule(max_fpr, confidence):
+    "How a threshold's false-positive bound reads in a card: 'FPR <= 0.1' or 'FPR <= 0.1 at 95 % confidence (upper Wilson bound)'."
+    return f"FPR <= {max_fpr:g}" + ("" if confidence is None else f" at {100 * confidence:g} % confidence (upper Wilson bound)")
+
 def ship_specialists(out, # the models folder, e.g. out_dir/models
                      specialists:dict, # {(row name, task): Specialist}, e.g. baselines_for(...)["specialists"]
                      labelled=None, # spectra with meta id and label to choose thresholds on (the real collection's dev half); None: 0.5
                      max_fpr:float=0.05, # false-positive rate allowed on `labelled`
+                     confidence:float|None=None, # None: the rate on `labelled` <= max_fpr; e.g. 0.95: its upper bound (`choose_threshold`)
                      labelled_name:str="the real collection's dev half", # what `labelled` is (said in the card)
                      results=None, # the committed results/baselines folder (its predictions give the row's scores); None: none
                      sim_test:dict|None=None, # task -> SpecVI-Sim test rows, scored at the shipped threshold; None: not
@@ -361,7 +373,7 @@ def ship_specialists(out, # the models folder, e.g. out_dir/models
             for t in sps:
                 r = [x for x in recs if x["task"] == t]
                 thresholds[t] = th = choose_threshold([x["confidence"] for x in r], [x["truth"] for x in r], max_fpr,
-                                                      source=f"{labelled_name}: FPR <= {max_fpr:g}")
+                                                      source=f"{labelled_name}: {_rule(max_fpr, confidence)}", confidence=confidence)
                 rates[t] = th
         metrics = {}
         pred = Path(results) / f"predictions_{slug(name)}.csv" if results is not None else None
@@ -388,7 +400,7 @@ def ship_specialists(out, # the models folder, e.g. out_dir/models
                     commit=commit, metrics=metrics, row=name,
                     details={"tasks": tasks, "thresholds": ", ".join(f"{t} {thresholds[t]['threshold']:.3f}" if t in thresholds
                                                                       else f"{t} {sp.threshold:.3f}" for t, sp in sps.items()),
-                             "thresholds chosen on": (f"{labelled_name}, the lowest P(YES) with a false-positive rate <= {max_fpr:g} "
+                             "thresholds chosen on": (f"{labelled_name}, the lowest P(YES) with {_rule(max_fpr, confidence)} "
                                                       "(speco3.models.choose_threshold); never the test half") if thresholds else "not chosen: 0.5",
                              **({"training sizes": json.dumps(settings)} if settings else {})},
                     usage=f"speco3 vet SPECTRA... --task {next(iter(sps))} --policy models/{SPECIALIST_FOLDERS[arch]} --out run")

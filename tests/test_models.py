@@ -115,6 +115,13 @@ def test_shipped_specialists_carry_thresholds_and_a_card(folder, rows, sim, tmp_
     readme = (dest / "README.md").read_text()
     assert readme.startswith(f"# {BASELINE_NAMES['carbonnet']}\n") and "| measured on |" in readme and "`abc123`" in readme
     assert "never the test half" in readme and "--policy models/carbonnet-like" in readme
+    # at a confidence: a stricter threshold, and the card says which rule chose it
+    [dest] = ship_specialists(tmp_path / "bounded", {(sp.name, "cv"): sp}, labelled=labelled, max_fpr=0.2, confidence=0.95,
+                              labelled_name="a labelled test set", commit="abc123")
+    tb = load_specialist(dest)["cv"]
+    assert tb.info["threshold_from"]["source"] == "a labelled test set: FPR <= 0.2 at 95 % confidence (upper Wilson bound)"
+    assert tb.threshold >= th.threshold and tb.info["threshold_from"]["confidence"] == 0.95
+    assert "FPR <= 0.2 at 95 % confidence" in (dest / "README.md").read_text()
 
 
 def test_ship_miniature_copies_the_model_folders_with_cards(tmp_path):
