@@ -413,9 +413,7 @@ def _answer_ids(self):
         self._answer_ids_cache = [i for i, s in enumerate(words) if starts(s)]
     return self._answer_ids_cache
 
-HFPolicy._p_yes, HFPolicy._answer_ids = _p_yes, _answer_ids
-
-HFPolicy._answer_position, HFPolicy.gives_p_yes = _answer_position, True
+HFPolicy._answer_position, HFPolicy._p_yes, HFPolicy._answer_ids, HFPolicy.gives_p_yes = _answer_position, _p_yes, _answer_ids, True
 
 # %% ../nbs/08b_hf.ipynb #c0a88ec3
 class ForceTokens(LogitsProcessor):
